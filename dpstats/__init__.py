@@ -1,0 +1,32 @@
+"""dpstats: differentially private regression for applied economists.
+
+``dp_ols("y ~ x", data, eps=1, bounds={...})`` returns a results object with
+statsmodels names, broom-style frames, summaries and the privacy spent.
+Submodules load on first use, so ``import dpstats`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "dp_ols": "dpstats.api",
+    "DPRegressionResults": "dpstats.results",
+    "Summary": "dpstats.summary",
+    "PrivacySpent": "dpstats.privacy",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'dpstats' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,105 @@
+"""The design handed to a mechanism, and the affine maps to and from unit scale.
+
+A :class:`Design` holds the clipped response and design matrix of one call,
+with the public metadata the mechanisms need (column bounds, n, term names).
+It lives only for the duration of the call: nothing after the mechanism keeps
+it (DESIGN.md section 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Design:
+    """Clipped data and public metadata of one regression call.
+
+    ``x_bounds[j]`` and ``y_bounds`` are derived from the declared bounds only;
+    every row of ``X`` and ``y`` lies inside them (the data were clipped).
+    ``intercept_index`` is the column of ones, if the formula has one.
+    """
+
+    y: np.ndarray
+    X: np.ndarray
+    y_name: str
+    term_names: tuple[str, ...]
+    y_bounds: tuple[float, float] | None
+    x_bounds: np.ndarray | None
+    intercept_index: int | None
+
+    @property
+    def n(self) -> int:
+        """Number of rows: public under replace-one neighbours."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_columns(self) -> int:
+        """Number of design columns, intercept included."""
+        return int(self.X.shape[1])
+
+    @property
+    def slope_indices(self) -> np.ndarray:
+        """Indices of the non-intercept columns."""
+        return np.array([j for j in range(self.n_columns) if j != self.intercept_index], dtype=int)
+
+
+@dataclass(frozen=True)
+class CenteredUnitScale:
+    """Affine map of every non-intercept column and of y onto [0, 1].
+
+    With ``u_j = (x_j - lo_j) / w_j`` and ``v = (y - lo_y) / w_y``, a fit
+    ``v = a + sum_j b_j u_j`` is, in the user's units,
+    ``y = (lo_y + w_y a - sum_j s_j lo_j) + sum_j s_j x_j`` with
+    ``s_j = w_y b_j / w_j``. The map is exact and needs an intercept.
+    """
+
+    x_lo: np.ndarray
+    x_width: np.ndarray
+    y_lo: float
+    y_width: float
+
+    @classmethod
+    def from_design(cls, design: Design) -> CenteredUnitScale:
+        """Scale from the design's declared (derived) bounds."""
+        slopes = design.slope_indices
+        bounds = design.x_bounds[slopes]
+        return cls(
+            x_lo=bounds[:, 0].astype(float),
+            x_width=(bounds[:, 1] - bounds[:, 0]).astype(float),
+            y_lo=float(design.y_bounds[0]),
+            y_width=float(design.y_bounds[1] - design.y_bounds[0]),
+        )
+
+    def transform(self, design: Design) -> tuple[np.ndarray, np.ndarray]:
+        """The slope columns and y on the unit scale (row-wise map: free)."""
+        U = (design.X[:, design.slope_indices] - self.x_lo) / self.x_width
+        v = (design.y - self.y_lo) / self.y_width
+        return U, v
+
+    def jacobian(self) -> np.ndarray:
+        """Matrix A with ``theta_user[[intercept, slopes...]] = A @ (a, b) + c``."""
+        p = self.x_lo.size
+        scale = self.y_width / self.x_width
+        A = np.zeros((p + 1, p + 1))
+        A[0, 0] = self.y_width
+        A[0, 1:] = -scale * self.x_lo
+        A[1:, 1:] = np.diag(scale)
+        return A
+
+    def offset(self) -> np.ndarray:
+        """Vector c of :meth:`jacobian`."""
+        c = np.zeros(self.x_lo.size + 1)
+        c[0] = self.y_lo
+        return c
+
+
+def place_coefficients(design: Design, intercept: float, slopes: np.ndarray) -> np.ndarray:
+    """Put an intercept and slopes back in the design's column order."""
+    params = np.empty(design.n_columns)
+    params[design.slope_indices] = slopes
+    if design.intercept_index is not None:
+        params[design.intercept_index] = intercept
+    return params

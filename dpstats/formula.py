@@ -1,0 +1,365 @@
+"""Formula front end: the only module that imports patsy.
+
+Turns ``formula + DataFrame + declared metadata`` into a :class:`Design`:
+
+1. every variable the formula uses is checked against the schema: numeric
+   variables need declared ``bounds``, categorical ones declared ``levels``
+   (or ``C(var, levels=[...])`` in the formula); nothing is read from the data;
+2. categorical columns become pandas Categoricals with the declared levels, so
+   the design's columns depend on public information only;
+3. numeric variables are clipped to their bounds (a row-wise map: free);
+4. patsy builds y and X; data-dependent ("stateful") transforms such as
+   ``center()``, ``standardize()`` or spline knots are refused, because they
+   make every row's design value depend on the other rows;
+5. each design column gets bounds by interval arithmetic (products of bounded
+   factors, contrast-matrix ranges for categorical codings) and is clipped to
+   them, which is a no-op except for expressions bounded directly in ``bounds``.
+
+Errors name arguments and columns, never values or rows of the data.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import patsy
+from patsy.build import _subterm_column_combinations
+
+from .design import Design
+from .intervals import Interval, UnboundedExpression, expression_bounds, product
+
+MISSING_POLICIES = ("raise", "midpoint")
+
+
+@dataclass(frozen=True)
+class FormulaSpec:
+    """Public description of a fitted formula, enough to rebuild X for new data."""
+
+    formula: str
+    rhs: str
+    levels: dict[str, tuple]
+    term_names: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------
+# Schema validation (declared metadata only)
+# --------------------------------------------------------------------------
+
+
+def check_bounds(bounds: Mapping[str, Sequence[float]] | None) -> dict[str, Interval]:
+    """Validate ``bounds``: a mapping name -> (lo, hi), finite with lo < hi."""
+    if bounds is None:
+        return {}
+    if not isinstance(bounds, Mapping):
+        raise TypeError("bounds must be a dict mapping variable names to (lower, upper)")
+    checked: dict[str, Interval] = {}
+    for name, pair in bounds.items():
+        try:
+            lo, hi = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            raise TypeError(f"bounds[{name!r}] must be a pair of numbers (lower, upper)") from None
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ValueError(f"bounds[{name!r}] must be finite")
+        if not lo < hi:
+            raise ValueError(f"bounds[{name!r}] must have lower < upper")
+        checked[str(name)] = (lo, hi)
+    return checked
+
+
+def check_levels(levels: Mapping[str, Sequence] | None) -> dict[str, tuple]:
+    """Validate ``levels``: a mapping name -> non-empty sequence of distinct levels."""
+    if levels is None:
+        return {}
+    if not isinstance(levels, Mapping):
+        raise TypeError("levels must be a dict mapping variable names to lists of levels")
+    checked: dict[str, tuple] = {}
+    for name, values in levels.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence | np.ndarray | pd.Index):
+            raise TypeError(f"levels[{name!r}] must be a list of levels")
+        values = tuple(values)
+        if len(values) == 0:
+            raise ValueError(f"levels[{name!r}] must not be empty")
+        if len(set(values)) != len(values):
+            raise ValueError(f"levels[{name!r}] has duplicated levels")
+        checked[str(name)] = values
+    return checked
+
+
+def _names_in(code: str) -> set[str]:
+    try:
+        tree = ast.parse(code.strip(), mode="eval")
+    except SyntaxError:
+        return set()
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def _levels_in_formula(code: str) -> bool:
+    """True when a factor's code declares its levels, as in ``C(x, levels=[...])``."""
+    try:
+        tree = ast.parse(code.strip(), mode="eval")
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.Call) and any(k.arg == "levels" for k in node.keywords) for node in ast.walk(tree))
+
+
+def _formula_variables(formula: str, columns: pd.Index) -> tuple[list[str], list[str]]:
+    """Data columns used by the formula's response and by its regressors."""
+    try:
+        desc = patsy.ModelDesc.from_formula(formula)
+    except patsy.PatsyError as exc:
+        raise ValueError(f"formula could not be parsed: {exc.message}") from None
+    if not desc.lhs_termlist:
+        raise ValueError("formula must have a response, as in 'y ~ x'")
+
+    def used(terms) -> list[str]:
+        names: list[str] = []
+        for term in terms:
+            for factor in term.factors:
+                names += [n for n in _names_in(factor.code) if n in columns and n not in names]
+        return names
+
+    return used(desc.lhs_termlist), used(desc.rhs_termlist)
+
+
+# --------------------------------------------------------------------------
+# Data preparation (row-wise maps only)
+# --------------------------------------------------------------------------
+
+
+def _prepare_column(
+    name: str,
+    column: pd.Series,
+    bounds: dict[str, Interval],
+    levels: dict[str, tuple],
+    missing: str,
+) -> pd.Series:
+    if name in levels:
+        declared = pd.Index(levels[name])
+        if column.isna().any():
+            raise ValueError(f"column {name!r} has missing values; dpstats cannot fill a categorical")
+        as_cat = pd.Categorical(column, categories=declared)
+        if (as_cat.codes < 0).any():
+            raise ValueError(f"column {name!r} has a value that is not among levels[{name!r}]")
+        return pd.Series(as_cat, index=column.index, name=name)
+    if pd.api.types.is_bool_dtype(column.dtype):
+        if column.isna().any():
+            raise ValueError(f"column {name!r} has missing values")
+        return pd.Series(pd.Categorical(column, categories=[False, True]), index=column.index, name=name)
+    if not pd.api.types.is_numeric_dtype(column.dtype):
+        raise TypeError(f"column {name!r} is not numeric; declare its categories with levels={{{name!r}: [...]}}")
+    values = column.to_numpy(dtype=float, na_value=np.nan)
+    if np.isnan(values).any():
+        if missing == "raise" or name not in bounds:
+            raise ValueError(
+                f"column {name!r} has missing values; remove them before the call or pass missing='midpoint'"
+            )
+        values = np.where(np.isnan(values), 0.5 * (bounds[name][0] + bounds[name][1]), values)
+    if name in bounds:
+        values = np.clip(values, *bounds[name])
+    return pd.Series(values, index=column.index, name=name)
+
+
+def prepare_frame(
+    data: pd.DataFrame,
+    variables: list[str],
+    bounds: dict[str, Interval],
+    levels: dict[str, tuple],
+    missing: str,
+) -> pd.DataFrame:
+    """Validate, convert and clip the columns the formula uses."""
+    return pd.DataFrame(
+        {name: _prepare_column(name, data[name], bounds, levels, missing) for name in variables},
+        index=pd.RangeIndex(len(data)),
+    )
+
+
+# --------------------------------------------------------------------------
+# Column bounds by interval arithmetic
+# --------------------------------------------------------------------------
+
+
+def _factor_interval(code: str, bounds: dict[str, Interval]) -> Interval:
+    if code in bounds:
+        return bounds[code]
+    return expression_bounds(code, bounds)
+
+
+def column_bounds(design_info, bounds: dict[str, Interval]) -> tuple[np.ndarray, list[str]]:
+    """Bounds of every design column, and the terms whose bounds are unknown."""
+    out = np.full((len(design_info.column_names), 2), np.nan)
+    unknown: list[str] = []
+    for term, subterms in design_info.term_codings.items():
+        start = design_info.term_slices[term].start
+        for subterm in subterms:
+            per_factor = []
+            for factor in subterm.factors:
+                if factor in subterm.contrast_matrices:
+                    matrix = subterm.contrast_matrices[factor].matrix
+                    per_factor.append([(float(c.min()), float(c.max())) for c in matrix.T])
+                elif design_info.factor_infos[factor].num_columns == 1:
+                    try:
+                        per_factor.append([_factor_interval(factor.code, bounds)])
+                    except UnboundedExpression:
+                        per_factor.append([None])
+                else:
+                    per_factor.append([None] * design_info.factor_infos[factor].num_columns)
+            for combo in _subterm_column_combinations(design_info.factor_infos, subterm):
+                interval: Interval | None = (1.0, 1.0)
+                for factor_cols, col in zip(per_factor, combo, strict=True):
+                    piece = factor_cols[col]
+                    interval = None if piece is None or interval is None else product(interval, piece)
+                if interval is None:
+                    if term.name() not in unknown:
+                        unknown.append(term.name())
+                else:
+                    out[start] = interval
+                start += 1
+    return out, unknown
+
+
+# --------------------------------------------------------------------------
+# The adapter
+# --------------------------------------------------------------------------
+
+
+def _check_no_stateful_transforms(*design_infos) -> None:
+    for info in design_infos:
+        for factor, factor_info in info.factor_infos.items():
+            state = factor_info.state
+            if isinstance(state, dict) and state.get("transforms"):
+                raise ValueError(
+                    f"formula term {factor.code!r} uses a data-dependent transform (such as center, "
+                    "standardize or spline knots); it would make each row depend on the others. "
+                    "Use a fixed transform with declared bounds instead"
+                )
+
+
+def _check_declared_categories(design_info, levels: dict[str, tuple], variables: list[str]) -> None:
+    for factor, factor_info in design_info.factor_infos.items():
+        if factor_info.type != "categorical":
+            continue
+        names = _names_in(factor.code) & set(variables)
+        declared = names and all(n in levels for n in names)
+        if not declared and not _levels_in_formula(factor.code):
+            raise ValueError(
+                f"categorical term {factor.code!r} needs declared levels: pass levels={{...}} "
+                "or write C(var, levels=[...]) in the formula"
+            )
+
+
+def caller_environment(depth: int) -> patsy.EvalEnvironment:
+    """The namespace ``depth`` frames above the caller, for user functions in formulas."""
+    return patsy.EvalEnvironment.capture(depth + 1)
+
+
+def build_design(
+    formula: str,
+    data: pd.DataFrame,
+    bounds: Mapping[str, Sequence[float]] | None,
+    levels: Mapping[str, Sequence] | None,
+    eval_env: patsy.EvalEnvironment,
+    need_bounds: bool = True,
+    missing: str = "raise",
+) -> tuple[Design, FormulaSpec]:
+    """Build the clipped :class:`Design` of ``formula`` on ``data``.
+
+    ``need_bounds=False`` is for mechanisms that need no data bounds (Tukey
+    depth); categorical levels are always required.
+    """
+    if not isinstance(formula, str) or "~" not in formula:
+        raise TypeError("formula must be a string such as 'y ~ x'")
+    if isinstance(data, Mapping):
+        data = pd.DataFrame(data)
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError("data must be a pandas DataFrame or a dict of columns")
+    if missing not in MISSING_POLICIES:
+        raise ValueError(f"missing must be one of {MISSING_POLICIES}")
+    bounds = check_bounds(bounds)
+    levels = check_levels(levels)
+    if len(data) < 2:
+        raise ValueError("data must have at least 2 rows")
+
+    lhs_vars, rhs_vars = _formula_variables(formula, data.columns)
+    variables = lhs_vars + [v for v in rhs_vars if v not in lhs_vars]
+    if not lhs_vars:
+        raise ValueError("the formula's response uses no column of data")
+    frame = prepare_frame(data, variables, bounds, levels, missing)
+
+    env = eval_env.with_outer_namespace({"np": np, "numpy": np})
+    try:
+        y_mat, x_mat = patsy.dmatrices(formula, frame, eval_env=env, NA_action="raise")
+    except patsy.PatsyError as exc:
+        raise ValueError(f"formula could not be evaluated: {exc.message}") from None
+    _check_no_stateful_transforms(y_mat.design_info, x_mat.design_info)
+    _check_declared_categories(x_mat.design_info, levels, variables)
+    if y_mat.shape[1] != 1:
+        raise ValueError("the response must be a single numeric column")
+
+    y_info, x_info = y_mat.design_info, x_mat.design_info
+    y = np.asarray(y_mat, dtype=float)[:, 0]
+    X = np.asarray(x_mat, dtype=float)
+    y_bounds: Interval | None = None
+    x_bounds: np.ndarray | None = None
+    if need_bounds:
+        x_bounds, unknown = column_bounds(x_info, bounds)
+        y_col, y_unknown = column_bounds(y_info, bounds)
+        unknown = y_unknown + unknown
+        if unknown:
+            raise ValueError(
+                "cannot derive bounds for the formula terms "
+                + ", ".join(repr(t) for t in unknown)
+                + "; declare bounds=... for their variables (or for the expression itself)"
+            )
+        degenerate = [x_info.column_names[j] for j in range(X.shape[1]) if x_bounds[j, 0] == x_bounds[j, 1]]
+        degenerate = [c for c in degenerate if c != "Intercept"]
+        if degenerate:
+            raise ValueError(f"design columns {degenerate} have zero-width bounds")
+        y_bounds = (float(y_col[0, 0]), float(y_col[0, 1]))
+        X = np.clip(X, x_bounds[:, 0], x_bounds[:, 1])
+        y = np.clip(y, *y_bounds)
+
+    intercept = [j for j, name in enumerate(x_info.column_names) if name == "Intercept"]
+    design = Design(
+        y=y,
+        X=X,
+        y_name=y_info.column_names[0],
+        term_names=tuple(x_info.column_names),
+        y_bounds=y_bounds,
+        x_bounds=x_bounds,
+        intercept_index=intercept[0] if intercept else None,
+    )
+    rhs = formula.split("~", 1)[1]
+    spec = FormulaSpec(
+        formula=formula,
+        rhs=rhs,
+        levels={k: v for k, v in levels.items() if k in rhs_vars},
+        term_names=tuple(x_info.column_names),
+    )
+    return design, spec
+
+
+def design_for_new_data(spec: FormulaSpec, newdata: pd.DataFrame) -> np.ndarray:
+    """Design matrix of ``spec``'s right-hand side on new (public) data.
+
+    Categorical columns get the declared levels, so the columns match the fit.
+    New data are not clipped: predictions are evaluated where asked.
+    """
+    if isinstance(newdata, Mapping):
+        newdata = pd.DataFrame(newdata)
+    frame = newdata.copy()
+    for name, declared in spec.levels.items():
+        if name in frame:
+            frame[name] = pd.Categorical(frame[name], categories=pd.Index(declared))
+    env = patsy.EvalEnvironment([{"np": np, "numpy": np}])
+    try:
+        X = patsy.dmatrix(spec.rhs, frame, eval_env=env, NA_action="raise")
+    except patsy.PatsyError as exc:
+        raise ValueError(f"newdata could not be evaluated: {exc.message}") from None
+    if tuple(X.design_info.column_names) != spec.term_names:
+        raise ValueError("newdata does not produce the fitted model's design columns")
+    return np.asarray(X, dtype=float)

@@ -1,0 +1,93 @@
+"""What every mechanism is and returns.
+
+A mechanism is a pure function of a :class:`~dpstats.design.Design`, the
+privacy parameters, a generator and its options; it returns a
+:class:`Release` that holds the private outputs only. Everything after it is
+post-processing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..design import Design
+from ..privacy import PrivacySpent
+
+
+@dataclass(frozen=True)
+class PrivacyRequest:
+    """The validated privacy parameters of one call."""
+
+    eps: float
+    delta: float = 0.0
+
+
+@dataclass(frozen=True)
+class Release:
+    """The private outputs of one mechanism run, in the design's column order.
+
+    ``params`` are in the user's units (NaN when ``failed``). ``cov`` is the
+    covariance that the standard errors come from, NaN where the mechanism has
+    no valid DP standard error; ``se_note`` says what they cover.
+    ``noisy_stats`` are released sufficient statistics (no array of length n).
+    """
+
+    params: np.ndarray
+    cov: np.ndarray
+    privacy: PrivacySpent
+    se_note: str
+    failed: bool = False
+    reason: str | None = None
+    noisy_stats: Mapping[str, np.ndarray] = field(default_factory=dict)
+    hyperparameters: Mapping[str, object] = field(default_factory=dict)
+
+
+FitFunction = Callable[..., Release]
+
+
+@dataclass(frozen=True)
+class MechanismSpec:
+    """A registered mechanism: what it supports and its paper defaults."""
+
+    name: str
+    title: str
+    citation: str
+    estimators: frozenset[str]
+    needs_bounds: bool
+    max_slopes: int | None
+    needs_delta: bool
+    options: Mapping[str, object]
+    fit: FitFunction
+
+    def check_options(self, options: Mapping[str, object]) -> dict[str, object]:
+        """Merge user options over the defaults; unknown names are an error."""
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            known = ", ".join(sorted(self.options)) or "none"
+            raise ValueError(f"unknown option(s) {unknown} for method={self.name!r} (known: {known})")
+        return {**self.options, **options}
+
+    def check_design(self, design: Design) -> None:
+        """Schema checks that depend only on the formula's shape."""
+        slopes = design.slope_indices.size
+        if self.max_slopes is not None and slopes > self.max_slopes:
+            raise ValueError(f"method={self.name!r} supports at most {self.max_slopes} regressor(s) plus intercept")
+        if slopes == 0 and design.intercept_index is not None:
+            raise ValueError(f"method={self.name!r} needs at least one regressor")
+
+
+def failed_release(p: int, privacy: PrivacySpent, reason: str, se_note: str, **extra) -> Release:
+    """A failure output (the paper's ⊥): NaN estimates, the budget still spent."""
+    nan = np.full(p, np.nan)
+    return Release(
+        params=nan,
+        cov=np.full((p, p), np.nan),
+        privacy=privacy,
+        se_note=se_note,
+        failed=True,
+        reason=reason,
+        **extra,
+    )

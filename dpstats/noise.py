@@ -1,0 +1,180 @@
+"""The one home of randomness in dpstats: generators, noise samplers and the
+exponential mechanism.
+
+Every random draw in the package goes through this module, so that
+
+* ``random_state`` is interpreted in one place (:func:`make_rng`);
+* every value a mechanism hands to a noise primitive, with its declared
+  sensitivity, can be recorded for the privacy audit (:func:`recording`);
+* the samplers are tested once, against their exact distributions
+  (tests/test_noise_samplers.py).
+
+Caveat (Mironov 2012): the samplers use numpy's floating-point
+transformations; like every numpy-based DP library they are not hardened
+against floating-point side channels. The default generator draws its seed
+from the operating system's entropy source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+RandomState = int | np.random.Generator | None
+
+
+def make_rng(random_state: RandomState = None) -> np.random.Generator:
+    """Turn ``random_state`` into a numpy Generator.
+
+    ``None`` (the default) seeds from fresh OS entropy; an int gives a
+    reproducible stream (for tests and replication); a Generator is used as is.
+    """
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError("random_state must be a non-negative integer")
+        return np.random.default_rng(int(random_state))
+    raise TypeError("random_state must be None, a non-negative int or a numpy Generator")
+
+
+# --------------------------------------------------------------------------
+# Recording (privacy audit): every noisy release logs its exact input.
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoisyRelease:
+    """One call of a noise primitive: what went in and what came out."""
+
+    name: str
+    value: np.ndarray
+    sensitivity: float
+    eps: float
+    noisy: np.ndarray
+    norm: str
+
+
+@dataclass
+class _Recorder:
+    log: list[NoisyRelease]
+    forced: list[np.ndarray] | None
+
+
+_RECORDER: contextvars.ContextVar[_Recorder | None] = contextvars.ContextVar("dpstats_noise_recorder", default=None)
+
+
+@contextlib.contextmanager
+def recording(forced_outputs: list[np.ndarray] | None = None) -> Iterator[list[NoisyRelease]]:
+    """Collect every :class:`NoisyRelease` made inside the block (for audits).
+
+    With ``forced_outputs``, the i-th release returns ``forced_outputs[i]``
+    instead of its own noisy value. Replaying a mechanism on a neighbour with
+    the first run's outputs forced couples the two runs on their released
+    values, so that a later release whose sensitivity depends on earlier
+    outputs (NoisyStats' intercept) is compared on equal terms.
+    """
+    recorder = _Recorder(log=[], forced=forced_outputs)
+    token = _RECORDER.set(recorder)
+    try:
+        yield recorder.log
+    finally:
+        _RECORDER.reset(token)
+
+
+def _record(release: NoisyRelease) -> np.ndarray:
+    """Log ``release``; return the output the mechanism must use."""
+    recorder = _RECORDER.get()
+    if recorder is None:
+        return release.noisy
+    index = len(recorder.log)
+    recorder.log.append(release)
+    if recorder.forced is not None and index < len(recorder.forced):
+        return np.asarray(recorder.forced[index], dtype=float)
+    return release.noisy
+
+
+# --------------------------------------------------------------------------
+# Samplers
+# --------------------------------------------------------------------------
+
+
+def laplace(rng: np.random.Generator, scale: float, size: int | tuple[int, ...] | None = None):
+    """Laplace(0, scale) draws."""
+    return rng.laplace(0.0, scale, size)
+
+
+def gaussian(rng: np.random.Generator, sigma: float, size: int | tuple[int, ...] | None = None):
+    """Normal(0, sigma^2) draws."""
+    return rng.normal(0.0, sigma, size)
+
+
+def student_t(rng: np.random.Generator, df: float, size: int | tuple[int, ...] | None = None):
+    """Standard Student-t draws with ``df`` degrees of freedom."""
+    return rng.standard_t(df, size)
+
+
+def gumbel(rng: np.random.Generator, size: int | tuple[int, ...] | None = None):
+    """Standard Gumbel draws (location 0, scale 1), for Gumbel-max selection."""
+    return rng.gumbel(0.0, 1.0, size)
+
+
+def uniform(rng: np.random.Generator, low: float = 0.0, high: float = 1.0, size=None):
+    """Uniform draws on [low, high)."""
+    return rng.uniform(low, high, size)
+
+
+def permutation(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A uniformly random permutation of range(n)."""
+    return rng.permutation(n)
+
+
+# --------------------------------------------------------------------------
+# Mechanisms built on the samplers
+# --------------------------------------------------------------------------
+
+
+def laplace_mechanism(
+    rng: np.random.Generator,
+    value,
+    sensitivity: float,
+    eps: float,
+    name: str,
+):
+    """Release ``value + Lap(sensitivity / eps)`` elementwise.
+
+    ``sensitivity`` is the L1 sensitivity of the whole ``value`` vector under
+    replace-one neighbours; the release is ``eps``-DP (Dwork et al. 2006).
+    """
+    value_arr = np.asarray(value, dtype=float)
+    noisy = value_arr + laplace(rng, sensitivity / eps, value_arr.shape)
+    noisy = _record(NoisyRelease(name, value_arr.copy(), float(sensitivity), float(eps), noisy.copy(), "l1"))
+    return noisy if noisy.ndim else float(noisy)
+
+
+def exponential_mechanism_intervals(
+    rng: np.random.Generator,
+    edges: np.ndarray,
+    log_weights: np.ndarray,
+) -> float:
+    """Sample a point from the piecewise-constant density on ``edges``.
+
+    Interval ``i`` is ``[edges[i], edges[i+1]]`` with density proportional to
+    ``exp(log_weights[i])``; it is chosen with probability proportional to
+    ``length_i * exp(log_weights[i])`` by the Gumbel-max trick in log space
+    (no exponentiation, so no underflow at any eps), then a uniform point is
+    drawn inside it. This is the sampler of Alabi et al. 2022, Algorithm 3.
+    """
+    edges = np.asarray(edges, dtype=float)
+    lengths = np.diff(edges)
+    with np.errstate(divide="ignore"):
+        scores = np.log(lengths) + np.asarray(log_weights, dtype=float)
+    scores = scores + gumbel(rng, scores.shape)
+    i = int(np.argmax(scores))
+    return float(uniform(rng, edges[i], edges[i + 1]))

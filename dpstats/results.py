@@ -1,0 +1,187 @@
+"""Results of a DP regression: statsmodels names, broom frames, summaries.
+
+Everything here is post-processing of a mechanism's :class:`Release`: it
+costs no privacy and never touches the data. The object is immutable, holds
+no array of length n, and pickles to public values only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+
+from .formula import FormulaSpec, design_for_new_data
+from .privacy import PrivacySpent
+
+
+@dataclass(frozen=True)
+class DPRegressionResults:
+    """A fitted DP regression (statsmodels-like, with broom-style frames).
+
+    Standard errors, tests and intervals are normal-approximation ones from
+    ``cov_params()``; where a mechanism has no valid DP standard error they are
+    NaN and ``se_note`` says why.
+    """
+
+    estimator: str
+    spec: FormulaSpec
+    y_name: str
+    method: str
+    method_title: str
+    citation: str
+    method_reason: str | None
+    nobs: int
+    privacy: PrivacySpent
+    failed: bool
+    reason: str | None
+    se_note: str
+    declared_bounds: Mapping[str, tuple[float, float]]
+    hyperparameters: Mapping[str, object]
+    _params: np.ndarray = field(repr=False)
+    _cov: np.ndarray = field(repr=False)
+    _noisy_stats: Mapping[str, np.ndarray] = field(repr=False)
+
+    # statsmodels names --------------------------------------------------
+
+    @property
+    def term_names(self) -> list[str]:
+        """Design column names, in order."""
+        return list(self.spec.term_names)
+
+    @property
+    def params(self) -> pd.Series:
+        """Point estimates (NaN when the mechanism failed)."""
+        return pd.Series(self._params, index=self.term_names, name="coef")
+
+    def cov_params(self) -> pd.DataFrame:
+        """Covariance matrix of the estimates (NaN where no valid DP SE exists)."""
+        return pd.DataFrame(self._cov, index=self.term_names, columns=self.term_names)
+
+    @property
+    def bse(self) -> pd.Series:
+        """Standard errors."""
+        return pd.Series(np.sqrt(np.diag(self._cov)), index=self.term_names, name="std err")
+
+    @property
+    def tvalues(self) -> pd.Series:
+        """Estimate divided by its standard error (a z statistic)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return pd.Series(self._params / self.bse.to_numpy(), index=self.term_names, name="z")
+
+    @property
+    def pvalues(self) -> pd.Series:
+        """Two-sided normal p-values."""
+        z = self.tvalues.to_numpy()
+        p = [math.erfc(abs(v) / math.sqrt(2.0)) if np.isfinite(v) else math.nan for v in z]
+        return pd.Series(p, index=self.term_names, name="P>|z|")
+
+    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Normal confidence intervals with columns ``lower`` and ``upper``."""
+        if not 0 < alpha < 1:
+            raise ValueError("alpha must be in (0, 1)")
+        z = NormalDist().inv_cdf(1 - alpha / 2)
+        half = z * self.bse.to_numpy()
+        return pd.DataFrame({"lower": self._params - half, "upper": self._params + half}, index=self.term_names)
+
+    @property
+    def noisy_stats(self) -> dict[str, np.ndarray]:
+        """The released sufficient statistics, in the user's units."""
+        return {k: np.array(v, copy=True) for k, v in self._noisy_stats.items()}
+
+    @property
+    def formula(self) -> str:
+        """The model formula."""
+        return self.spec.formula
+
+    def predict(self, newdata: pd.DataFrame | Mapping) -> pd.Series:
+        """Predictions at the rows of ``newdata`` (public data; post-processing)."""
+        X = design_for_new_data(self.spec, newdata)
+        return pd.Series(X @ self._params, name="predicted")
+
+    # broom names --------------------------------------------------------
+
+    def tidy(self, conf_int: bool = True, conf_level: float = 0.95) -> pd.DataFrame:
+        """One row per term: term, estimate, std.error, statistic, p.value, conf.low, conf.high."""
+        frame = pd.DataFrame(
+            {
+                "term": self.term_names,
+                "estimate": self._params,
+                "std.error": self.bse.to_numpy(),
+                "statistic": self.tvalues.to_numpy(),
+                "p.value": self.pvalues.to_numpy(),
+            }
+        )
+        if conf_int:
+            ci = self.conf_int(1 - conf_level)
+            frame["conf.low"] = ci["lower"].to_numpy()
+            frame["conf.high"] = ci["upper"].to_numpy()
+        return frame
+
+    def glance(self) -> pd.DataFrame:
+        """One row describing the fit and its privacy."""
+        return pd.DataFrame(
+            [
+                {
+                    "nobs": self.nobs,
+                    "df.model": len(self.term_names),
+                    "method": self.method,
+                    "notion": self.privacy.notion,
+                    "eps": self.privacy.eps,
+                    "delta": self.privacy.delta,
+                    "rho": self.privacy.rho,
+                    "failed": self.failed,
+                }
+            ]
+        )
+
+    # summaries ----------------------------------------------------------
+
+    def summary(self, alpha: float = 0.05):
+        """A :class:`~dpstats.summary.Summary` (text, LaTeX, Markdown, HTML)."""
+        from .summary import build_summary
+
+        return build_summary(self, alpha)
+
+    def to_latex(self) -> str:
+        """The summary as a LaTeX table."""
+        return self.summary().as_latex()
+
+    def to_markdown(self) -> str:
+        """The summary as Markdown."""
+        return self.summary().as_markdown()
+
+    def to_html(self) -> str:
+        """The summary as HTML."""
+        return self.summary().as_html()
+
+    def to_dict(self) -> dict:
+        """Plain-Python view of the release (for JSON and for R)."""
+        return {
+            "formula": self.formula,
+            "estimator": self.estimator,
+            "method": self.method,
+            "method_reason": self.method_reason,
+            "nobs": self.nobs,
+            "failed": self.failed,
+            "reason": self.reason,
+            "terms": self.term_names,
+            "params": [float(v) for v in self._params],
+            "cov": [[float(v) for v in row] for row in self._cov],
+            "se_note": self.se_note,
+            "privacy": self.privacy.as_dict(),
+            "noisy_stats": {k: np.asarray(v).tolist() for k, v in self._noisy_stats.items()},
+            "hyperparameters": dict(self.hyperparameters),
+            "bounds": {k: list(v) for k, v in self.declared_bounds.items()},
+            "levels": {k: list(v) for k, v in self.spec.levels.items()},
+        }
+
+    def __str__(self) -> str:
+        return self.summary().as_text()
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()

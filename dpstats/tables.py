@@ -1,0 +1,132 @@
+"""Renderers for :class:`~dpstats.summary.Summary`: text, LaTeX, Markdown, HTML."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .summary import Summary
+
+WIDTH = 78
+
+
+def _number(value: float) -> str:
+    if not np.isfinite(value):
+        return "nan"
+    return f"{value:.4f}" if abs(value) >= 1e-4 or value == 0 else f"{value:.3e}"
+
+
+def _coef_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
+    header = ["", *summary.coefficients.columns]
+    rows = [[str(term), *(_number(v) for v in row)] for term, row in summary.coefficients.iterrows()]
+    return header, rows
+
+
+def _key_values(summary: Summary) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+    blocks = [("Model", summary.model), ("Privacy", summary.privacy)]
+    if summary.noisy_stats:
+        blocks.append(("Noisy sufficient statistics (released)", summary.noisy_stats))
+    return blocks
+
+
+def _aligned(cells: list[str], widths: list[int]) -> str:
+    return "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+
+
+def render_text(summary: Summary) -> str:
+    """statsmodels-style plain text."""
+    lines = [summary.title.center(WIDTH), "=" * WIDTH]
+    for name, block in _key_values(summary):
+        lines.append(name + ":")
+        key_width = max(len(k) for k, _ in block)
+        lines += [f"  {k:<{key_width}}  {v}" for k, v in block]
+        lines.append("-" * WIDTH)
+    header, rows = _coef_rows(summary)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines.append(_aligned(header, widths))
+    lines.append("-" * WIDTH)
+    lines += [_aligned(row, widths) for row in rows]
+    lines.append("=" * WIDTH)
+    lines += [f"[{i}] {note}" for i, note in enumerate(summary.notes, 1)]
+    return "\n".join(lines)
+
+
+_LATEX_SPECIAL = {
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX's special characters."""
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+
+
+def render_latex(summary: Summary) -> str:
+    """A booktabs ``table`` with the coefficients and the privacy in notes."""
+    header, rows = _coef_rows(summary)
+    cols = "l" + "r" * (len(header) - 1)
+    out = [
+        r"\begin{table}[htbp]",
+        r"\centering",
+        f"\\caption{{{latex_escape(summary.title)}}}",
+        f"\\begin{{tabular}}{{{cols}}}",
+        r"\toprule",
+        " & ".join(latex_escape(h) for h in header) + r" \\",
+        r"\midrule",
+    ]
+    out += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in rows]
+    out.append(r"\midrule")
+    for _, block in _key_values(summary):
+        for key, value in block:
+            cell = f"\\footnotesize {latex_escape(key)}: {latex_escape(value)}"
+            out.append(f"\\multicolumn{{{len(header)}}}{{l}}{{{cell}}} \\\\")
+    out += [r"\bottomrule", r"\end{tabular}"]
+    out += [f"\\par\\footnotesize {latex_escape(note)}" for note in summary.notes]
+    out.append(r"\end{table}")
+    return "\n".join(out)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", r"\|")
+
+
+def render_markdown(summary: Summary) -> str:
+    """GitHub-flavoured Markdown."""
+    header, rows = _coef_rows(summary)
+    out = [f"**{summary.title}**", ""]
+    out.append("| " + " | ".join(_md_cell(h) for h in header) + " |")
+    out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
+    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    for name, block in _key_values(summary):
+        out += ["", f"*{name}*", "", "| | |", "|---|---|"]
+        out += [f"| {_md_cell(k)} | {_md_cell(v)} |" for k, v in block]
+    out.append("")
+    out += [f"{i}. {_md_cell(note)}" for i, note in enumerate(summary.notes, 1)]
+    return "\n".join(out)
+
+
+def render_html(summary: Summary) -> str:
+    """An HTML fragment with one table per block."""
+    esc = html.escape
+    header, rows = _coef_rows(summary)
+    out = [f'<div class="dpstats-summary"><h4>{esc(summary.title)}</h4>']
+    for name, block in _key_values(summary):
+        out.append(f"<table><caption>{esc(name)}</caption>")
+        out += [f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in block]
+        out.append("</table>")
+    out.append("<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead><tbody>")
+    out += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows]
+    out.append("</tbody></table><ol>" + "".join(f"<li>{esc(n)}</li>" for n in summary.notes) + "</ol></div>")
+    return "\n".join(out)
