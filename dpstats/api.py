@@ -70,10 +70,7 @@ def _fit(
         method, reason = choose_auto(estimator)
     spec = get_mechanism(method, estimator)
     hyper = spec.check_options(options)
-    if delta > 0 and not spec.needs_delta:
-        raise ValueError(f"method={method!r} is pure DP: delta must be 0")
-    if spec.needs_delta and delta == 0:
-        raise ValueError(f"method={method!r} needs delta > 0")
+    spec.check_privacy(delta, hyper)
     rng = make_rng(random_state)
     design, formula_spec = build_design(
         formula, data, bounds, levels, caller_environment(2), need_bounds=spec.needs_bounds, missing=missing

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import patsy
 from patsy.build import _subterm_column_combinations
+from patsy.tokens import normalize_token_spacing
 
 from .design import Design
 from .intervals import Interval, UnboundedExpression, expression_bounds, product
@@ -71,6 +72,23 @@ def check_bounds(bounds: Mapping[str, Sequence[float]] | None) -> dict[str, Inte
     return checked
 
 
+def _normalized_bounds(bounds: dict[str, Interval]) -> dict[str, Interval]:
+    """``bounds`` with expression keys spelled as patsy spells factor codes.
+
+    patsy normalises token spacing (``I(x**2)`` becomes ``I(x ** 2)``), so a
+    bound declared for an expression must be looked up under that spelling.
+    """
+    out: dict[str, Interval] = {}
+    for name, pair in bounds.items():
+        try:
+            key = name if name.isidentifier() else normalize_token_spacing(name)
+        except Exception:  # not tokenizable: keep the user's spelling
+            key = name
+        out[key] = pair
+        out.setdefault(name, pair)
+    return out
+
+
 def check_levels(levels: Mapping[str, Sequence] | None) -> dict[str, tuple]:
     """Validate ``levels``: a mapping name -> non-empty sequence of distinct levels."""
     if levels is None:
@@ -81,7 +99,8 @@ def check_levels(levels: Mapping[str, Sequence] | None) -> dict[str, tuple]:
     for name, values in levels.items():
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence | np.ndarray | pd.Index):
             raise TypeError(f"levels[{name!r}] must be a list of levels")
-        values = tuple(values)
+        # numpy scalars (levels from df[col].unique()) become Python ones, for JSON and the summary
+        values = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
         if len(values) == 0:
             raise ValueError(f"levels[{name!r}] must not be empty")
         if len(set(values)) != len(values):
@@ -105,6 +124,47 @@ def _levels_in_formula(code: str) -> bool:
     except SyntaxError:
         return False
     return any(isinstance(node, ast.Call) and any(k.arg == "levels" for k in node.keywords) for node in ast.walk(tree))
+
+
+def _formula_levels(formula: str, columns: pd.Index) -> dict[str, tuple]:
+    """Levels declared in the formula as ``C(var, levels=[...])``, by column.
+
+    Only for columns that every factor mentioning them wraps in such a call,
+    so that turning the column into a Categorical with those levels changes
+    nothing but where an undeclared value is caught (with a message that does
+    not show it).
+    """
+    try:
+        desc = patsy.ModelDesc.from_formula(formula)
+    except patsy.PatsyError:
+        return {}
+    found: dict[str, tuple] = {}
+    other_uses: set[str] = {n for term in desc.lhs_termlist for f in term.factors for n in _names_in(f.code)}
+    for term in desc.rhs_termlist:
+        for factor in term.factors:
+            try:
+                node = ast.parse(factor.code.strip(), mode="eval").body
+            except SyntaxError:
+                continue
+            declared = None
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "C"
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+            ):
+                for keyword in node.keywords:
+                    if keyword.arg == "levels":
+                        try:
+                            declared = tuple(ast.literal_eval(keyword.value))
+                        except (ValueError, TypeError, SyntaxError):
+                            declared = None
+            if declared is not None and node.args[0].id in columns:
+                found.setdefault(node.args[0].id, declared)
+            else:
+                other_uses |= _names_in(factor.code)
+    return {name: values for name, values in found.items() if name not in other_uses}
 
 
 def _formula_variables(formula: str, columns: pd.Index) -> tuple[list[str], list[str]]:
@@ -142,6 +202,10 @@ def _prepare_column(
         declared = pd.Index(levels[name])
         if column.isna().any():
             raise ValueError(f"column {name!r} has missing values; dpstats cannot fill a categorical")
+        # Checked before building the Categorical: pandas warns (and will raise,
+        # showing the value) when a value is not among the categories.
+        if not column.isin(declared).all():
+            raise ValueError(f"column {name!r} has a value that is not among levels[{name!r}]")
         as_cat = pd.Categorical(column, categories=declared)
         if (as_cat.codes < 0).any():
             raise ValueError(f"column {name!r} has a value that is not among levels[{name!r}]")
@@ -171,7 +235,12 @@ def prepare_frame(
     levels: dict[str, tuple],
     missing: str,
 ) -> pd.DataFrame:
-    """Validate, convert and clip the columns the formula uses."""
+    """Validate, convert and clip the columns the formula uses.
+
+    Rows are matched by position: the caller's index (which may be filtered,
+    shuffled or duplicated) is dropped.
+    """
+    data = data.reset_index(drop=True)
     return pd.DataFrame(
         {name: _prepare_column(name, data[name], bounds, levels, missing) for name in variables},
         index=pd.RangeIndex(len(data)),
@@ -252,6 +321,56 @@ def _check_declared_categories(design_info, levels: dict[str, tuple], variables:
             )
 
 
+def _patsy_message(exc: patsy.PatsyError) -> str:
+    """A message about a failed evaluation that cannot show a data value.
+
+    patsy's own messages may quote a value ("observation with value ...") and
+    an exception raised inside a user's function may say anything, so only
+    a NameError (which names a formula variable) is passed through.
+    """
+    message = exc.message
+    if "observation with value" in message or "unhashable value" in message:
+        return "a categorical term has a value that is not among its declared levels"
+    if message.startswith("Error evaluating factor: NameError:"):
+        return message.split("\n", 1)[0].removeprefix("Error evaluating factor: ")
+    return "a formula term raised an error when evaluated on the data"
+
+
+def _categorical_passthrough(data, contrast=None, levels=None):
+    """patsy's ``C()``, returning a column that already is a Categorical with the
+    declared levels unchanged: patsy checks for a Categorical before unwrapping
+    ``C(...)`` and otherwise converts every row in a Python loop (patsy issue 97),
+    which made ``C(g)`` the slowest step of a fit."""
+    dtype = getattr(data, "dtype", None)
+    declared = isinstance(dtype, pd.CategoricalDtype) and (levels is None or tuple(levels) == tuple(dtype.categories))
+    if contrast is None and declared:
+        return data
+    return patsy.builtins.C(data, contrast, levels)
+
+
+FORMULA_NAMESPACE = {"np": np, "numpy": np, "C": _categorical_passthrough}
+
+
+def _outside_domain(X, y, x_info, y_info, x_bounds, y_bounds, missing: str):
+    """NaN made by a transform of clipped data (``np.log`` of a value <= 0 when
+    only the expression was bounded) follows the ``missing`` policy, like a
+    missing value in a column: raise naming the terms, or the midpoint of the
+    column's bounds (a row-wise map)."""
+    bad_x, bad_y = np.isnan(X).any(axis=0), bool(np.isnan(y).any())
+    if not (bad_x.any() or bad_y):
+        return X, y
+    if missing == "raise" or x_bounds is None:
+        names = [y_info.column_names[0]] * bad_y + [c for c, b in zip(x_info.column_names, bad_x, strict=True) if b]
+        raise ValueError(
+            f"formula terms {names} have missing values (a transform left its domain); declare bounds for "
+            "their variables, so that the data are clipped into the domain"
+            + (", or pass missing='midpoint'" if x_bounds is not None else "")
+        )
+    X = np.where(np.isnan(X), 0.5 * (x_bounds[:, 0] + x_bounds[:, 1]), X)
+    y = np.where(np.isnan(y), 0.5 * (y_bounds[0] + y_bounds[1]), y)
+    return X, y
+
+
 def caller_environment(depth: int) -> patsy.EvalEnvironment:
     """The namespace ``depth`` frames above the caller, for user functions in formulas."""
     return patsy.EvalEnvironment.capture(depth + 1)
@@ -279,7 +398,7 @@ def build_design(
         raise TypeError("data must be a pandas DataFrame or a dict of columns")
     if missing not in MISSING_POLICIES:
         raise ValueError(f"missing must be one of {MISSING_POLICIES}")
-    bounds = check_bounds(bounds)
+    bounds = _normalized_bounds(check_bounds(bounds))
     levels = check_levels(levels)
     if len(data) < 2:
         raise ValueError("data must have at least 2 rows")
@@ -287,18 +406,33 @@ def build_design(
     lhs_vars, rhs_vars = _formula_variables(formula, data.columns)
     variables = lhs_vars + [v for v in rhs_vars if v not in lhs_vars]
     if not lhs_vars:
-        raise ValueError("the formula's response uses no column of data")
+        response = formula.split("~", 1)[0].strip()
+        raise ValueError(f"the formula's response {response!r} uses no column of data")
+    # Public levels: declared, written in the formula, or implied by a bool dtype.
+    implied = {
+        name: (False, True)
+        for name in rhs_vars
+        if name not in lhs_vars and pd.api.types.is_bool_dtype(data[name].dtype)
+    }
+    levels = {**implied, **_formula_levels(formula, data.columns), **levels}
     frame = prepare_frame(data, variables, bounds, levels, missing)
 
-    env = eval_env.with_outer_namespace({"np": np, "numpy": np})
+    env = eval_env.with_outer_namespace(FORMULA_NAMESPACE)
     try:
-        y_mat, x_mat = patsy.dmatrices(formula, frame, eval_env=env, NA_action="raise")
+        # A transform leaving its domain (log of 0) must neither warn nor raise
+        # here: that would tell the caller something about one row. Missing
+        # values were dealt with column by column; a NaN made by a transform is
+        # handled below, after the (data-independent) bounds checks.
+        with np.errstate(all="ignore"):
+            y_mat, x_mat = patsy.dmatrices(formula, frame, eval_env=env, NA_action=patsy.NAAction(NA_types=[]))
     except patsy.PatsyError as exc:
-        raise ValueError(f"formula could not be evaluated: {exc.message}") from None
+        raise ValueError(f"formula could not be evaluated: {_patsy_message(exc)}") from None
     _check_no_stateful_transforms(y_mat.design_info, x_mat.design_info)
     _check_declared_categories(x_mat.design_info, levels, variables)
     if y_mat.shape[1] != 1:
         raise ValueError("the response must be a single numeric column")
+    if x_mat.shape[1] == 0:
+        raise ValueError("the formula has no regressors (not even an intercept)")
 
     y_info, x_info = y_mat.design_info, x_mat.design_info
     y = np.asarray(y_mat, dtype=float)[:, 0]
@@ -320,6 +454,8 @@ def build_design(
         if degenerate:
             raise ValueError(f"design columns {degenerate} have zero-width bounds")
         y_bounds = (float(y_col[0, 0]), float(y_col[0, 1]))
+    X, y = _outside_domain(X, y, x_info, y_info, x_bounds, y_bounds, missing)
+    if need_bounds:
         X = np.clip(X, x_bounds[:, 0], x_bounds[:, 1])
         y = np.clip(y, *y_bounds)
 
@@ -355,7 +491,7 @@ def design_for_new_data(spec: FormulaSpec, newdata: pd.DataFrame) -> np.ndarray:
     for name, declared in spec.levels.items():
         if name in frame:
             frame[name] = pd.Categorical(frame[name], categories=pd.Index(declared))
-    env = patsy.EvalEnvironment([{"np": np, "numpy": np}])
+    env = patsy.EvalEnvironment([FORMULA_NAMESPACE])
     try:
         X = patsy.dmatrix(spec.rhs, frame, eval_env=env, NA_action="raise")
     except patsy.PatsyError as exc:

@@ -26,7 +26,8 @@ def product(a: Interval, b: Interval) -> Interval:
     return (min(corners), max(corners))
 
 
-def _power(a: Interval, k: int) -> Interval:
+def power(a: Interval, k: int) -> Interval:
+    """Enclosure of ``{x**k : x in a}`` for an integer ``k >= 0`` (exact)."""
     lo, hi = a
     if k % 2 == 1:
         return (lo**k, hi**k)
@@ -88,7 +89,7 @@ def _binop(node: ast.BinOp, bounds: Mapping[str, Interval]) -> Interval:
     if isinstance(node.op, ast.Pow):
         exponent = node.right
         if isinstance(exponent, ast.Constant) and isinstance(exponent.value, int) and exponent.value >= 0:
-            return _power(a, exponent.value)
+            return power(a, exponent.value)
         raise UnboundedExpression("only non-negative integer powers are supported")
     b = _eval(node.right, bounds)
     if isinstance(node.op, ast.Add):
@@ -113,7 +114,10 @@ def expression_bounds(code: str, bounds: Mapping[str, Interval]) -> Interval:
         tree = ast.parse(code.strip(), mode="eval")
     except SyntaxError as exc:
         raise UnboundedExpression("not a Python expression") from exc
-    lo, hi = _eval(tree.body, bounds)
+    try:
+        lo, hi = _eval(tree.body, bounds)
+    except (OverflowError, ZeroDivisionError) as exc:
+        raise UnboundedExpression("the expression's range overflows") from exc
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise UnboundedExpression("infinite bounds")
     return (lo, hi)

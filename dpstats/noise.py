@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -51,7 +52,13 @@ def make_rng(random_state: RandomState = None) -> np.random.Generator:
 
 @dataclass(frozen=True)
 class NoisyRelease:
-    """One call of a noise primitive: what went in and what came out."""
+    """One call of a noise primitive: what went in and what came out.
+
+    ``sensitivity`` is measured in ``norm`` ("l1" for Laplace, "l2" for
+    Gaussian). A Laplace release is ``eps``-DP (``rho`` is None); a Gaussian
+    release is ``rho``-zCDP and is not eps-DP for any finite eps, so its
+    ``eps`` is recorded as ``inf``.
+    """
 
     name: str
     value: np.ndarray
@@ -59,6 +66,7 @@ class NoisyRelease:
     eps: float
     noisy: np.ndarray
     norm: str
+    rho: float | None = None
 
 
 @dataclass
@@ -155,6 +163,28 @@ def laplace_mechanism(
     value_arr = np.asarray(value, dtype=float)
     noisy = value_arr + laplace(rng, sensitivity / eps, value_arr.shape)
     noisy = _record(NoisyRelease(name, value_arr.copy(), float(sensitivity), float(eps), noisy.copy(), "l1"))
+    return noisy if noisy.ndim else float(noisy)
+
+
+def gaussian_mechanism(
+    rng: np.random.Generator,
+    value,
+    sensitivity: float,
+    rho: float,
+    name: str,
+):
+    """Release ``value + N(0, sigma^2 I)`` with ``sigma = sensitivity / sqrt(2 rho)``.
+
+    ``sensitivity`` is the L2 sensitivity of the whole ``value`` vector under
+    replace-one neighbours; the release is ``rho``-zCDP (Bun & Steinke 2016,
+    Proposition 1.6: the Gaussian mechanism is Delta^2 / (2 sigma^2)-zCDP).
+    The record has ``norm="l2"``, the ``rho`` spent and ``eps = inf`` (no pure-DP guarantee).
+    """
+    value_arr = np.asarray(value, dtype=float)
+    sigma = sensitivity / np.sqrt(2.0 * rho)
+    noisy = value_arr + gaussian(rng, sigma, value_arr.shape)
+    release = NoisyRelease(name, value_arr.copy(), float(sensitivity), math.inf, noisy.copy(), "l2", rho=float(rho))
+    noisy = _record(release)
     return noisy if noisy.ndim else float(noisy)
 
 

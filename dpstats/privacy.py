@@ -9,14 +9,17 @@ reports the split, which always adds up to the ``eps`` the user gave.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
+
+import numpy as np
 
 NEIGHBOURS = "replace-one (bounded DP): neighbouring datasets differ in one row; n is public"
 
 
 def check_eps(eps: object, name: str = "eps") -> float:
-    """Validate a privacy parameter: a finite float > 0."""
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+    """Validate a privacy parameter: a finite float > 0 (numpy scalars included)."""
+    if isinstance(eps, bool | np.bool_) or not isinstance(eps, numbers.Real):
         raise TypeError(f"{name} must be a positive finite number")
     value = float(eps)
     if not math.isfinite(value) or value <= 0:
@@ -25,8 +28,8 @@ def check_eps(eps: object, name: str = "eps") -> float:
 
 
 def check_delta(delta: object, name: str = "delta") -> float:
-    """Validate delta: a float in [0, 1)."""
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)):
+    """Validate delta: a float in [0, 1) (numpy scalars included)."""
+    if isinstance(delta, bool | np.bool_) or not isinstance(delta, numbers.Real):
         raise TypeError(f"{name} must be a number in [0, 1)")
     value = float(delta)
     if not math.isfinite(value) or not 0.0 <= value < 1.0:
@@ -77,3 +80,87 @@ def split_evenly(eps: float, names: tuple[str, ...]) -> tuple[tuple[str, float],
     """Split ``eps`` into equal parts, one per name; the parts add up to ``eps``."""
     part = eps / len(names)
     return tuple((name, part) for name in names)
+
+
+# --------------------------------------------------------------------------
+# zCDP <-> (eps, delta) conversions (Bun & Steinke 2016; Alabi et al. 2022, Lemma 23)
+# --------------------------------------------------------------------------
+
+#: The delta at which a zCDP release reports its implied eps when the user gave none.
+DEFAULT_REPORT_DELTA = 1e-6
+
+
+def zcdp_to_approx_eps(rho: float, delta: float) -> float:
+    """An eps such that rho-zCDP implies (eps, delta)-DP: the smaller of two valid bounds.
+
+    * Bun & Steinke (2016), Proposition 1.3: ``eps = rho + 2 sqrt(rho log(1/delta))``,
+      valid for every delta in (0, 1).
+    * Bun & Steinke (2016), Lemma 3.6 (Alabi et al. 2022, Lemma 23):
+      ``eps = rho + sqrt(4 rho log(sqrt(pi rho) / delta))``. Its proof: the privacy
+      loss Z obeys Pr[Z > t] <= exp(-(t - rho)^2 / (4 rho)) for t >= rho (Markov on
+      exp((a - 1) Z) with a = (t + rho) / (2 rho) > 1), and
+      delta(eps) = int_eps^inf e^(eps - t) Pr[Z > t] dt
+                <= int_eps^inf exp(-(t - rho)^2 / (4 rho)) dt <= sqrt(pi rho) exp(-(eps - rho)^2 / (4 rho))
+      for eps >= rho (Gaussian tail Pr[N > x] <= exp(-x^2/2)/2, x >= 0). The
+      printed formula needs ``sqrt(pi rho) >= delta`` (a non-negative logarithm);
+      when ``sqrt(pi rho) < delta`` the same bound at eps = rho already gives
+      delta' = sqrt(pi rho) < delta, so eps = rho is valid: the logarithm is
+      replaced by max(0, log(.)). Lemma 3.6 is the tighter one when rho < 1/pi.
+
+    Both are upper bounds on the exact privacy profile (for a composition of
+    Gaussian mechanisms the exact curve is :func:`gaussian_delta`), so their
+    minimum is a valid, slightly conservative conversion.
+    """
+    rho = check_eps(rho, "rho")
+    delta = check_delta(delta)
+    if delta == 0.0:
+        raise ValueError("delta must be > 0 to convert zCDP to (eps, delta)-DP")
+    prop_13 = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    log_term = max(0.0, 0.5 * math.log(math.pi * rho) - math.log(delta))
+    lemma_36 = rho + math.sqrt(4.0 * rho * log_term)
+    return min(prop_13, lemma_36)
+
+
+def approx_to_zcdp_rho(eps: float, delta: float, rel_tol: float = 1e-12) -> float:
+    """The largest rho whose :func:`zcdp_to_approx_eps` at ``delta`` is at most ``eps``.
+
+    The conversion is continuous and strictly increasing in rho (both bounds
+    are), and is at least rho, so the answer lies in (0, eps]. Bisection on
+    log(rho) keeps a bracket [lo, hi] with conversion(lo) <= eps < conversion(hi)
+    and returns ``lo``: the guarantee (eps, delta) holds exactly, never up to a
+    root-finder's tolerance.
+    """
+    eps = check_eps(eps)
+    delta = check_delta(delta)
+    if delta == 0.0:
+        raise ValueError("delta must be > 0 to convert (eps, delta)-DP to zCDP")
+    hi = eps
+    if zcdp_to_approx_eps(hi, delta) <= eps:  # only if delta is so large that the bound is eps = rho
+        return hi
+    lo = eps * 1e-3
+    while zcdp_to_approx_eps(lo, delta) > eps:
+        lo *= 1e-3
+    while hi - lo > rel_tol * lo:
+        mid = math.sqrt(lo * hi)
+        if zcdp_to_approx_eps(mid, delta) <= eps:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def gaussian_delta(mu: float, eps: float) -> float:
+    """Exact privacy profile delta(eps) of a Gaussian mechanism with sensitivity/sigma = mu.
+
+    Balle & Wang (2018), Theorem 8: ``delta = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)``.
+    Adaptive composition of Gaussian mechanisms with ratios mu_t is again exactly
+    this curve with mu = sqrt(sum mu_t^2) (Dong, Roth & Su 2019): rho-zCDP built from
+    Gaussian steps (rho = sum mu_t^2 / 2) has the profile of mu = sqrt(2 rho).
+    """
+    from scipy.special import log_ndtr
+
+    if mu <= 0:
+        return 0.0
+    a = log_ndtr(mu / 2.0 - eps / mu)
+    b = eps + log_ndtr(-mu / 2.0 - eps / mu)
+    return float(-math.expm1(b - a) * math.exp(a)) if b < a else 0.0

@@ -56,11 +56,12 @@ class DPRegressionResults:
     @property
     def params(self) -> pd.Series:
         """Point estimates (NaN when the mechanism failed)."""
-        return pd.Series(self._params, index=self.term_names, name="coef")
+        # a copy: with pandas < 3 a Series shares the array, and the result is immutable
+        return pd.Series(np.array(self._params, copy=True), index=self.term_names, name="coef")
 
     def cov_params(self) -> pd.DataFrame:
         """Covariance matrix of the estimates (NaN where no valid DP SE exists)."""
-        return pd.DataFrame(self._cov, index=self.term_names, columns=self.term_names)
+        return pd.DataFrame(np.array(self._cov, copy=True), index=self.term_names, columns=self.term_names)
 
     @property
     def bse(self) -> pd.Series:
@@ -101,7 +102,8 @@ class DPRegressionResults:
     def predict(self, newdata: pd.DataFrame | Mapping) -> pd.Series:
         """Predictions at the rows of ``newdata`` (public data; post-processing)."""
         X = design_for_new_data(self.spec, newdata)
-        return pd.Series(X @ self._params, name="predicted")
+        index = newdata.index if isinstance(newdata, pd.DataFrame) else None
+        return pd.Series(X @ self._params, index=index, name="predicted")
 
     # broom names --------------------------------------------------------
 
@@ -128,7 +130,8 @@ class DPRegressionResults:
             [
                 {
                     "nobs": self.nobs,
-                    "df.model": len(self.term_names),
+                    # as statsmodels' df_model: the regressors, intercept excluded
+                    "df.model": len([t for t in self.term_names if t != "Intercept"]),
                     "method": self.method,
                     "notion": self.privacy.notion,
                     "eps": self.privacy.eps,

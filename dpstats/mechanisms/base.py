@@ -61,6 +61,23 @@ class MechanismSpec:
     needs_delta: bool
     options: Mapping[str, object]
     fit: FitFunction
+    check_request: Callable[[float, Mapping[str, object]], None] | None = None
+
+    def check_privacy(self, delta: float, options: Mapping[str, object]) -> None:
+        """Check ``delta`` against the mechanism before any data are read.
+
+        A mechanism whose delta requirement depends on its options (gradient
+        descent: pure, approx or zCDP) supplies ``check_request(delta, options)``,
+        which raises a ValueError naming the option; otherwise ``needs_delta``
+        decides: delta is required when it is true and must be 0 when it is false.
+        """
+        if self.check_request is not None:
+            self.check_request(delta, options)
+            return
+        if delta > 0 and not self.needs_delta:
+            raise ValueError(f"method={self.name!r} is pure DP: delta must be 0")
+        if self.needs_delta and delta == 0:
+            raise ValueError(f"method={self.name!r} needs delta > 0")
 
     def check_options(self, options: Mapping[str, object]) -> dict[str, object]:
         """Merge user options over the defaults; unknown names are an error."""

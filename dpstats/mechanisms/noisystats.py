@@ -25,8 +25,9 @@ Failure generalises nvar <= 0: the noisy S_xx is not positive definite.
 Without an intercept the affine rescaling would change the model, so each
 column is divided by c_j = max(|lo_j|, |hi_j|) (into [-1, 1]) and the
 uncentred X'X (upper triangle) and X'y are released with eps/2 each; the
-sensitivity of each entry is the width of its product interval (the most one
-row's contribution can move), summed for the L1 sensitivity.
+sensitivity of each entry is the width of its interval (x_j x_k by interval
+multiplication, x_j^2 as an exact square), i.e. the most one row's
+contribution can move, summed for the L1 sensitivity.
 
 NoisyStats releases no valid standard error: one that covers both the
 sampling error and the privacy noise needs a separately budgeted residual
@@ -38,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..design import CenteredUnitScale, Design, place_coefficients
-from ..intervals import product
+from ..intervals import power, product
 from ..noise import laplace_mechanism
 from ..privacy import PrivacySpent
 from .base import PrivacyRequest, Release, failed_release
@@ -120,12 +121,15 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
     yb = (design.y_bounds[0] / y_scale, design.y_bounds[1] / y_scale)
     p = Xs.shape[1]
 
-    def width(a, b) -> float:
-        lo, hi = product(tuple(a), tuple(b))
-        return hi - lo
+    def width(interval: tuple[float, float]) -> float:
+        return interval[1] - interval[0]
 
-    xy_sensitivity = sum(width(xb[j], yb) for j in range(p))
-    xx_sensitivity = sum(width(xb[j], xb[k]) for j in range(p) for k in range(j, p))
+    xy_sensitivity = sum(width(product(tuple(xb[j]), yb)) for j in range(p))
+    xx_sensitivity = sum(
+        width(power(tuple(xb[j]), 2) if j == k else product(tuple(xb[j]), tuple(xb[k])))
+        for j in range(p)
+        for k in range(j, p)
+    )
     xty = np.atleast_1d(laplace_mechanism(rng, Xs.T @ ys, xy_sensitivity, eps / 2, "X'y"))
     xtx = _symmetric(np.atleast_1d(laplace_mechanism(rng, _upper(Xs.T @ Xs), xx_sensitivity, eps / 2, "X'X")), p)
     noisy_stats = {

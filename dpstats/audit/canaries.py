@@ -1,0 +1,73 @@
+"""Canaries: deliberately broken variants that the audits must flag.
+
+PRIVACY_TESTING.md, "An audit that fits in CI", step 5 (after Google's
+stochastic tester, which must reject a mechanism at 1.05 eps): a test suite
+that cannot tell a broken mechanism from a correct one has no power. Each
+canary is a context manager that patches one module-global name for the
+duration of the block, so the mechanism under audit picks up the broken
+version through its ordinary name lookup:
+
+* :func:`weaker_noise`: the noise sampler's draws are multiplied by
+  ``factor`` (0.5: Laplace noise at scale ``sensitivity / (2 eps)``, i.e. the
+  release is really 2 eps-DP while it claims eps) -- the google-research
+  Tukey PTR bug class;
+* :func:`understated_sensitivity`: a named sensitivity function returns
+  ``factor`` times its value (0.5: half the Lemma 19 sensitivity) -- the
+  diffprivlib X'X bug class.
+
+Both are :func:`scaled_return` applied to a different function.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from types import ModuleType
+from unittest import mock
+
+from .. import noise
+
+
+@contextlib.contextmanager
+def scaled_return(target: ModuleType | object, attribute: str, factor: float) -> Iterator[None]:
+    """Within the block, ``target.attribute(...)`` returns ``factor`` times its usual value.
+
+    The patch replaces the module-global (or attribute) name, so it reaches
+    callers that look the name up at call time (``module.function(...)`` or a
+    bare ``function(...)`` inside ``target``'s own module), not callers that
+    imported the function object into their own namespace.
+    """
+    original = getattr(target, attribute)
+    if not callable(original):
+        raise TypeError(f"{attribute!r} is not callable")
+
+    @functools.wraps(original)
+    def scaled(*args, **kwargs):
+        return factor * original(*args, **kwargs)
+
+    with mock.patch.object(target, attribute, scaled):
+        yield
+
+
+def weaker_noise(factor: float = 0.5, sampler: str = "laplace") -> contextlib.AbstractContextManager[None]:
+    """Noise ``factor`` times too small: ``noise.<sampler>`` draws scaled by ``factor``.
+
+    For the zero-centred scale families (``laplace``, ``gaussian``,
+    ``student_t``) scaling the draws is scaling the sampler's scale; at
+    ``factor=0.5`` a Laplace release claiming eps is really ``2 eps``-DP.
+    """
+    return scaled_return(noise, sampler, factor)
+
+
+def understated_sensitivity(
+    module: ModuleType, function: str, factor: float = 0.5
+) -> contextlib.AbstractContextManager[None]:
+    """``module.function`` (a sensitivity) returns ``factor`` times the truth.
+
+    Example: ``understated_sensitivity(dpstats.mechanisms.noisystats,
+    "centered_sensitivity")`` halves Lemma 19's ``1 - 1/n`` for ncov and nvar,
+    so both releases are really ``2 eps``-DP and their values move by twice
+    the declared sensitivity on the worst pair.
+    """
+    return scaled_return(module, function, factor)

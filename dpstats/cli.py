@@ -1,0 +1,374 @@
+"""Command line: ``dpstats ols ...`` and ``dpstats demo``.
+
+Usage::
+
+    dpstats ols "FORMULA" --data CSV --eps 1 --bounds var=lo:hi [--bounds ...]
+                [--levels var=a,b,c ...] [--method auto|noisystats] [--delta D]
+                [--seed N] [--option name=value ...] [--missing raise|midpoint]
+                [--format text|latex|markdown|json]
+    dpstats demo [--eps 1] [--seed N] [--format text|latex|markdown|json]
+
+The summary goes to stdout (exit code 0). A bad argument, or a ValueError or
+TypeError raised by dpstats, prints ``dpstats: error: <message>`` to stderr and
+exits with code 2, without a traceback.
+
+This module imports only the standard library at import time, so that
+``dpstats --help`` is fast; pandas and the fitting code load inside functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .results import DPRegressionResults
+
+FORMATS = ("text", "latex", "markdown", "json")
+EXIT_USAGE = 2
+
+
+class CLIError(Exception):
+    """A bad command-line argument; the message names the argument."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that raises :class:`CLIError` instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CLIError(message)
+
+
+# --------------------------------------------------------------------------
+# Parsing of the metadata arguments
+# --------------------------------------------------------------------------
+
+
+def _split_assignment(spec: str, flag: str, form: str) -> tuple[str, str]:
+    """Split ``name=value`` at the last ``=`` (names may be expressions)."""
+    name, sep, value = spec.rpartition("=")
+    name, value = name.strip(), value.strip()
+    if not sep or not name or not value:
+        raise CLIError(f"{flag} {spec!r}: expected {form}")
+    return name, value
+
+
+def parse_bounds(specs: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """Parse ``--bounds var=lo:hi`` specifications into ``{var: (lo, hi)}``.
+
+    ``var`` may be a column or a formula expression such as ``np.log(x)``.
+    Only the syntax is checked here; finiteness and ``lo < hi`` are checked by
+    dpstats, whose messages name the variable.
+    """
+    bounds: dict[str, tuple[float, float]] = {}
+    for spec in specs:
+        name, value = _split_assignment(spec, "--bounds", "var=lo:hi, e.g. income=0:5000")
+        parts = value.split(":")
+        if len(parts) != 2:
+            raise CLIError(f"--bounds {spec!r}: expected var=lo:hi, e.g. income=0:5000")
+        try:
+            lo, hi = float(parts[0]), float(parts[1])
+        except ValueError:
+            raise CLIError(f"--bounds {spec!r}: lo and hi must be numbers") from None
+        if name in bounds:
+            raise CLIError(f"--bounds: {name!r} is declared twice")
+        bounds[name] = (lo, hi)
+    return bounds
+
+
+def parse_levels(specs: Sequence[str]) -> dict[str, list[str]]:
+    """Parse ``--levels var=a,b,c`` specifications into ``{var: ["a", "b", "c"]}``."""
+    levels: dict[str, list[str]] = {}
+    for spec in specs:
+        name, value = _split_assignment(spec, "--levels", "var=a,b,c")
+        values = [v.strip() for v in value.split(",")]
+        if any(v == "" for v in values):
+            raise CLIError(f"--levels {spec!r}: empty level name")
+        if name in levels:
+            raise CLIError(f"--levels: {name!r} is declared twice")
+        levels[name] = values
+    return levels
+
+
+_RESERVED = frozenset({"formula", "data", "eps", "bounds", "levels", "method", "delta", "random_state", "missing"})
+_LITERALS: dict[str, object] = {"true": True, "false": False, "none": None, "null": None}
+
+
+def _option_value(text: str) -> object:
+    """An option value: a JSON literal (number, list, true/false/null), True/False/None, or a string."""
+    if text.lower() in _LITERALS:
+        return _LITERALS[text.lower()]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_options(specs: Sequence[str]) -> dict[str, object]:
+    """Parse ``--option name=value`` into mechanism hyperparameters."""
+    options: dict[str, object] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name.isidentifier():
+            raise CLIError(f"--option {spec!r}: expected name=value")
+        if name in _RESERVED:
+            raise CLIError(f"--option {name}: use --{name} instead")
+        options[name] = _option_value(value)
+    return options
+
+
+def _numeric_level(text: str, integer: bool) -> float | int:
+    value = float(text)
+    return int(value) if integer and value.is_integer() else value
+
+
+def coerce_levels(levels: Mapping[str, Sequence[str]], data: pd.DataFrame) -> dict[str, list[object]]:
+    """Convert declared levels to the dtype of their CSV column.
+
+    Levels given on the command line are strings; a numeric (or boolean)
+    column gets numeric (or boolean) levels so that they match. Only the
+    column's dtype is used, never its values.
+    """
+    import pandas as pd
+
+    out: dict[str, list[object]] = {}
+    for name, values in levels.items():
+        if name not in data.columns:
+            raise CLIError(f"--levels: {name!r} is not a column of --data")
+        dtype = data[name].dtype
+        if pd.api.types.is_bool_dtype(dtype):
+            truth = {"true": True, "false": False, "1": True, "0": False}
+            if any(v.lower() not in truth for v in values):
+                raise CLIError(f"--levels {name}: column {name!r} is boolean; levels must be true/false")
+            out[name] = [truth[v.lower()] for v in values]
+        elif pd.api.types.is_numeric_dtype(dtype):
+            integer = pd.api.types.is_integer_dtype(dtype)
+            try:
+                out[name] = [_numeric_level(v, integer) for v in values]
+            except ValueError:
+                raise CLIError(f"--levels {name}: column {name!r} is numeric; its levels must be numbers") from None
+        else:
+            out[name] = list(values)
+    return out
+
+
+def _check_bound_names(bounds: Mapping[str, object], data: pd.DataFrame) -> None:
+    """A bound on a plain name must be a column (a typo would otherwise be ignored)."""
+    for name in bounds:
+        if name.isidentifier() and name not in data.columns:
+            raise CLIError(f"--bounds: {name!r} is not a column of --data")
+
+
+# --------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------
+
+
+def jsonable(obj: object) -> Any:
+    """``obj`` as plain JSON values: NaN and infinities become ``None``.
+
+    Handles dicts, lists, tuples, numpy arrays and scalars, pandas objects'
+    ``tolist`` and anything else by ``str``.
+    """
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, int):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in obj]
+    if hasattr(obj, "tolist"):  # numpy arrays and scalars, pandas Index/Series
+        return jsonable(obj.tolist())
+    return str(obj)
+
+
+def dumps(obj: object) -> str:
+    """Strict JSON (no NaN) of ``obj``, indented."""
+    return json.dumps(jsonable(obj), indent=2, allow_nan=False)
+
+
+def render(res: DPRegressionResults, fmt: str) -> str:
+    """The result in one of :data:`FORMATS`."""
+    if fmt == "json":
+        return dumps(res.to_dict())
+    summary = res.summary()
+    if fmt == "latex":
+        return summary.as_latex()
+    if fmt == "markdown":
+        return summary.as_markdown()
+    return summary.as_text()
+
+
+# --------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------
+
+
+def _read_csv(path: str) -> pd.DataFrame:
+    import pandas as pd
+
+    try:
+        return pd.read_csv(sys.stdin if path == "-" else path)
+    except FileNotFoundError:
+        raise CLIError(f"--data: no such file {path!r}") from None
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise CLIError(f"--data: could not read {path!r} as CSV ({type(exc).__name__})") from None
+
+
+def _fit(formula: str, data: pd.DataFrame, kwargs: Mapping[str, Any]) -> DPRegressionResults:
+    """Call dp_ols; its ValueError/TypeError (bad metadata, eps, formula...) become :class:`CLIError`.
+
+    The call sits in its own small frame because patsy looks up names that are
+    not columns in the caller's namespace.
+    """
+    from .api import dp_ols
+
+    try:
+        return dp_ols(formula, data, **kwargs)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(str(exc)) from None
+
+
+def run_ols(args: argparse.Namespace) -> str:
+    """The ``ols`` command: read the CSV, fit, and render the summary."""
+    bounds = parse_bounds(args.bounds)
+    levels = parse_levels(args.levels)
+    options = parse_options(args.option)
+    if args.seed is not None and args.seed < 0:
+        raise CLIError("--seed must be a non-negative integer")
+    data = _read_csv(args.data)
+    _check_bound_names(bounds, data)
+    kwargs: dict[str, Any] = {
+        "eps": args.eps,
+        "bounds": bounds,
+        "levels": coerce_levels(levels, data),
+        "method": args.method,
+        "delta": args.delta,
+        "random_state": args.seed,
+        "missing": args.missing,
+        **options,
+    }
+    res = _fit(args.formula, data, kwargs)
+    return render(res, args.format)
+
+
+def run_demo_command(args: argparse.Namespace) -> str:
+    """The ``demo`` command (see :mod:`dpstats.demo`)."""
+    if args.seed is not None and args.seed < 0:
+        raise CLIError("--seed must be a non-negative integer")
+    from .demo import run_demo
+    from .privacy import check_eps
+
+    try:
+        check_eps(args.eps)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(f"--{exc}") from None
+    return run_demo(eps=args.eps, seed=args.seed, fmt=args.format)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``dpstats`` command."""
+    parser = _Parser(
+        prog="dpstats",
+        description="Differentially private regression from the command line.",
+        epilog="Example: dpstats ols 'foodexp ~ income' --data engel.csv --eps 1 "
+        "--bounds income=0:5000 --bounds foodexp=0:2500",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="{ols,demo}", parser_class=_Parser)
+    sub.required = True
+
+    ols = sub.add_parser(
+        "ols",
+        help="DP least squares on a CSV file",
+        description="Fit dp_ols(FORMULA) on the rows of a CSV file and print the summary.",
+    )
+    ols.add_argument("formula", help="patsy formula, e.g. 'y ~ x + C(g)'")
+    ols.add_argument("--data", required=True, metavar="CSV", help="CSV file with a header row ('-' for stdin)")
+    ols.add_argument("--eps", type=float, required=True, help="total privacy budget (> 0)")
+    ols.add_argument(
+        "--bounds",
+        action="append",
+        default=[],
+        metavar="VAR=LO:HI",
+        help="public bounds of a numeric variable or expression (repeat for each)",
+    )
+    ols.add_argument(
+        "--levels",
+        action="append",
+        default=[],
+        metavar="VAR=A,B,C",
+        help="public levels of a categorical column (repeat for each)",
+    )
+    ols.add_argument("--method", default="auto", help="mechanism: auto (default) or a registered name, e.g. noisystats")
+    ols.add_argument("--delta", type=float, default=0.0, help="delta for approximate-DP mechanisms (default 0)")
+    ols.add_argument("--seed", type=int, default=None, help="seed for reproducible noise (default: fresh randomness)")
+    ols.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a mechanism hyperparameter (repeat for each)",
+    )
+    ols.add_argument(
+        "--missing",
+        choices=("raise", "midpoint"),
+        default="raise",
+        help="missing numeric values: raise (default) or replace by the bounds' midpoint",
+    )
+    ols.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    ols.set_defaults(run=run_ols)
+
+    demo = sub.add_parser(
+        "demo",
+        help="DP OLS on the public engel data, with the non-private fit for comparison",
+        description="Run dp_ols('foodexp ~ income') on statsmodels' engel data (public, n = 235).",
+    )
+    demo.add_argument("--eps", type=float, default=1.0, help="privacy budget (default 1)")
+    demo.add_argument("--seed", type=int, default=None, help="seed for reproducible noise (default: fresh randomness)")
+    demo.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    demo.set_defaults(run=run_demo_command)
+    return parser
+
+
+def _error(message: str) -> int:
+    print(f"dpstats: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        output = args.run(args)
+    except SystemExit as exc:  # --help and --version exit through argparse
+        return exc.code if isinstance(exc.code, int) else 0
+    except CLIError as exc:
+        return _error(str(exc))
+    try:
+        print(output, flush=True)
+    except BrokenPipeError:  # e.g. ``dpstats ... | head``: stop quietly, as Unix tools do
+        _silence_stdout()
+        return 1
+    return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

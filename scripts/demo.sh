@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Set up (idempotent) and run the demo: a DP regression on statsmodels' engel data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec .venv/bin/python -m dpstats demo "$@"

@@ -1,0 +1,297 @@
+"""The command line: ``dpstats ols`` through ``main([...])`` and through ``python -m dpstats``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpstats.cli import CLIError, coerce_levels, jsonable, main, parse_bounds, parse_levels, parse_options
+
+ENGEL_BOUNDS = ["--bounds", "income=0:5000", "--bounds", "foodexp=0:2500"]
+
+
+@pytest.fixture(scope="module")
+def engel() -> pd.DataFrame:
+    from statsmodels.datasets import engel
+
+    return engel.load_pandas().data
+
+
+@pytest.fixture
+def engel_csv(tmp_path: Path, engel: pd.DataFrame) -> str:
+    """The public engel data, plus an integer group column and a string column."""
+    frame = engel.copy()
+    frame["g"] = np.arange(len(frame)) % 3 + 1
+    frame["region"] = np.where(np.arange(len(frame)) % 2 == 0, "north", "south")
+    path = tmp_path / "engel.csv"
+    frame.to_csv(path, index=False)
+    return str(path)
+
+
+def ols_args(csv: str, *extra: str, formula: str = "foodexp ~ income") -> list[str]:
+    return ["ols", formula, "--data", csv, "--eps", "1", *ENGEL_BOUNDS, *extra]
+
+
+def run_module(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dpstats", *args], capture_output=True, text=True, timeout=120)
+
+
+def strict_json(text: str) -> dict:
+    """Parse JSON, refusing the non-standard NaN/Infinity tokens."""
+
+    def refuse(token: str) -> None:
+        raise AssertionError(f"non-standard JSON token {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+# --------------------------------------------------------------------------
+# Formats
+# --------------------------------------------------------------------------
+
+
+def test_text_format(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(ols_args(engel_csv, "--seed", "1")) == 0
+    out = capsys.readouterr().out
+    assert "DP OLS Regression Results" in out
+    assert "foodexp ~ income" in out
+    assert "eps = 1 (pure DP)" in out
+    assert "income in [0, 5000], foodexp in [0, 2500]" in out
+
+
+def test_latex_format(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(ols_args(engel_csv, "--seed", "1", "--format", "latex")) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(r"\begin{table}")
+    assert r"\end{table}" in out
+    assert r"\toprule" in out
+
+
+def test_markdown_format(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(ols_args(engel_csv, "--seed", "1", "--format", "markdown")) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("|---") for line in lines)
+    assert any(line.startswith("| Intercept |") for line in lines)
+    assert any(line.startswith("| income |") for line in lines)
+
+
+def test_json_format_is_strict_json(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(ols_args(engel_csv, "--seed", "1", "--format", "json")) == 0
+    doc = strict_json(capsys.readouterr().out)
+    assert doc["terms"] == ["Intercept", "income"]
+    assert len(doc["params"]) == 2
+    assert doc["privacy"]["eps"] == 1.0
+    assert doc["privacy"]["notion"] == "pure"
+    assert doc["nobs"] == 235
+    # NoisyStats has no DP standard errors: the NaN covariance must come out as null
+    assert doc["cov"] == [[None, None], [None, None]]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "marker"),
+    [("text", "DP OLS Regression Results"), ("latex", r"\begin{table}"), ("markdown", "| income |")],
+)
+def test_formats_through_python_m(engel_csv: str, fmt: str, marker: str) -> None:
+    proc = run_module(*ols_args(engel_csv, "--seed", "3", "--format", fmt))
+    assert proc.returncode == 0, proc.stderr
+    assert marker in proc.stdout
+    assert proc.stderr == ""
+
+
+def test_json_through_python_m(engel_csv: str) -> None:
+    proc = run_module(*ols_args(engel_csv, "--seed", "3", "--format", "json"))
+    assert proc.returncode == 0, proc.stderr
+    doc = strict_json(proc.stdout)
+    assert set(doc) >= {"params", "privacy", "noisy_stats", "bounds"}
+    assert doc["bounds"] == {"income": [0.0, 5000.0], "foodexp": [0.0, 2500.0]}
+
+
+def test_main_output_matches_python_m(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(ols_args(engel_csv, "--seed", "11")) == 0
+    proc = run_module(*ols_args(engel_csv, "--seed", "11"))
+    assert proc.stdout == capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------
+# Seeds
+# --------------------------------------------------------------------------
+
+
+def test_seed_makes_output_reproducible(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    outputs = []
+    for seed in ("5", "5", "6"):
+        assert main(ols_args(engel_csv, "--seed", seed, "--format", "json")) == 0
+        outputs.append(strict_json(capsys.readouterr().out)["params"])
+    assert outputs[0] == outputs[1]
+    assert outputs[0] != outputs[2]
+
+
+def test_without_seed_the_noise_is_fresh(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # Two continuous Laplace draws coincide with probability 0. The noisy
+    # statistics are released even when NoisyStats fails (params are then null).
+    stats = []
+    for _ in range(2):
+        assert main(ols_args(engel_csv, "--format", "json")) == 0
+        stats.append(strict_json(capsys.readouterr().out)["noisy_stats"])
+    assert stats[0] != stats[1]
+
+
+# --------------------------------------------------------------------------
+# Metadata arguments
+# --------------------------------------------------------------------------
+
+
+def test_numeric_levels_are_converted_to_match_the_column(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ols_args(
+        engel_csv, "--levels", "g=1,2,3", "--seed", "2", "--format", "json", formula="foodexp ~ income + C(g)"
+    )
+    assert main(args) == 0
+    doc = strict_json(capsys.readouterr().out)
+    assert doc["terms"] == ["Intercept", "C(g)[T.2]", "C(g)[T.3]", "income"]
+    assert doc["levels"] == {"g": [1, 2, 3]}
+
+
+def test_string_levels(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ols_args(engel_csv, "--levels", "region=south,north", "--seed", "2", formula="foodexp ~ income + region")
+    assert main(args) == 0
+    assert "region[T.north]" in capsys.readouterr().out
+
+
+def test_option_reaches_the_mechanism(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(ols_args(engel_csv, "--option", "no_such_option=3")) == 2
+    err = capsys.readouterr().err
+    assert "no_such_option" in err
+
+
+def test_parse_bounds() -> None:
+    assert parse_bounds(["x=-5:2.5", "np.log(income)=0:9", "y=1e-3:1e3"]) == {
+        "x": (-5.0, 2.5),
+        "np.log(income)": (0.0, 9.0),
+        "y": (1e-3, 1e3),
+    }
+    for bad in ("x", "x=", "=0:1", "x=0", "x=0:1:2", "x=a:1"):
+        with pytest.raises(CLIError, match="--bounds"):
+            parse_bounds([bad])
+    with pytest.raises(CLIError, match="declared twice"):
+        parse_bounds(["x=0:1", "x=0:2"])
+
+
+def test_parse_levels_and_options() -> None:
+    assert parse_levels(["g=a, b ,c"]) == {"g": ["a", "b", "c"]}
+    with pytest.raises(CLIError, match="--levels"):
+        parse_levels(["g=a,,b"])
+    assert parse_options(["k=3", "rate=0.5", "flag=true", "name=exp", "xs=[1,2]", "none=None"]) == {
+        "k": 3,
+        "rate": 0.5,
+        "flag": True,
+        "name": "exp",
+        "xs": [1, 2],
+        "none": None,
+    }
+    with pytest.raises(CLIError, match="--option"):
+        parse_options(["noequals"])
+    with pytest.raises(CLIError, match="--eps"):
+        parse_options(["eps=2"])
+
+
+def test_coerce_levels_follows_the_column_dtype() -> None:
+    frame = pd.DataFrame(
+        {
+            "i": [1, 2],
+            "f": [1.0, 2.5],
+            "b": [True, False],
+            "s": ["1", "x"],
+        }
+    )
+    frame["s"] = frame["s"].astype(object)
+    levels = {"i": ["1", "2"], "f": ["1", "2.5"], "b": ["False", "true"], "s": ["1", "x"]}
+    out = coerce_levels(levels, frame)
+    assert out == {"i": [1, 2], "f": [1.0, 2.5], "b": [False, True], "s": ["1", "x"]}
+    assert all(isinstance(v, int) for v in out["i"])
+    assert all(isinstance(v, bool) for v in out["b"])
+    with pytest.raises(CLIError, match="numeric"):
+        coerce_levels({"i": ["a"]}, frame)
+    with pytest.raises(CLIError, match="not a column"):
+        coerce_levels({"zz": ["a"]}, frame)
+
+
+def test_jsonable() -> None:
+    value = {"a": np.float64("nan"), "b": np.array([1.0, np.inf]), "c": (np.int64(2), None), 3: "x"}
+    assert jsonable(value) == {"a": None, "b": [1.0, None], "c": [2, None], "3": "x"}
+    json.dumps(jsonable(value), allow_nan=False)
+
+
+# --------------------------------------------------------------------------
+# Errors: exit code 2, one line naming the argument, no traceback
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "formula", "expected"),
+    [
+        (["--bounds", "income=0-5000"], "foodexp ~ income", "--bounds 'income=0-5000'"),
+        (["--bounds", "wealth=0:10"], "foodexp ~ income", "'wealth' is not a column of --data"),
+        ([], "foodexp ~ incomez", "incomez"),
+        (["--eps", "0"], "foodexp ~ income", "eps must be a positive"),
+        (["--seed", "-1"], "foodexp ~ income", "--seed"),
+        (["--format", "xml"], "foodexp ~ income", "--format"),
+        (["--method", "nope"], "foodexp ~ income", "unknown method 'nope'"),
+        (["--levels", "g=a,b"], "foodexp ~ income + C(g)", "--levels g"),
+        ([], "foodexp ~ income + C(g)", "C(g)"),
+    ],
+)
+def test_errors_exit_2_with_a_message(
+    engel_csv: str, capsys: pytest.CaptureFixture[str], extra: list[str], formula: str, expected: str
+) -> None:
+    assert main(ols_args(engel_csv, *extra, formula=formula)) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("dpstats: error: ")
+    assert expected in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_missing_bounds_and_file_errors(tmp_path: Path, engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ols", "foodexp ~ income", "--data", engel_csv, "--eps", "1", "--bounds", "income=0:5000"]) == 2
+    assert "foodexp" in capsys.readouterr().err
+    assert main(["ols", "foodexp ~ income", "--data", str(tmp_path / "none.csv"), "--eps", "1"]) == 2
+    assert "--data" in capsys.readouterr().err
+    assert main(["ols", "foodexp ~ income", "--eps", "1"]) == 2
+    assert "--data" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [(["--bounds", "income=0:abc"], "--bounds"), (["--eps", "0"], "eps"), (["--bounds", "income=5000:0"], "income")],
+)
+def test_errors_through_python_m_have_no_traceback(engel_csv: str, extra: list[str], expected: str) -> None:
+    proc = run_module(*ols_args(engel_csv, *extra))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("dpstats: error: ")
+    assert expected in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert "ols" in capsys.readouterr().out
+    assert main(["ols", "--help"]) == 0
+    assert "--bounds" in capsys.readouterr().out
+
+
+def test_no_command_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert capsys.readouterr().err.startswith("dpstats: error: ")
+
+
+def test_cli_module_imports_no_heavy_dependencies() -> None:
+    code = "import sys, dpstats.cli; print(sorted(m for m in ('pandas', 'statsmodels', 'patsy') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert proc.stdout.strip() == "[]"

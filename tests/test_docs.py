@@ -1,0 +1,35 @@
+"""The README's quick start and every vignette run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "vignettes").glob("*.md"))]
+
+
+def python_blocks(path: Path) -> list[str]:
+    """The ```python blocks of a Markdown file, in order."""
+    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.DOTALL)
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_document_runs(path: Path, capsys) -> None:
+    blocks = python_blocks(path)
+    assert blocks, f"{path.name} has no python block"
+    namespace: dict = {"__name__": "__docs__"}
+    for block in blocks:
+        exec(compile(block, str(path), "exec"), namespace)
+    assert "DP OLS Regression Results" in capsys.readouterr().out or path.name != "README.md"
+
+
+def test_readme_states_the_two_commands() -> None:
+    text = (ROOT / "README.md").read_text()
+    commands = re.findall(r"^bash (scripts/\S+)", text, flags=re.MULTILINE)
+    assert commands == ["scripts/demo.sh", "scripts/test.sh"]
+    for command in commands:
+        assert (ROOT / command).is_file()
+    assert "scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
