@@ -15,3 +15,32 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+
+# --- R bridge (r_bridge/): R from Debian, the pinned rpy2, the R package in r_bridge/lib ---
+# Skipped with DPSTATS_SKIP_R=1, or (with a warning) where R is missing and apt cannot install it.
+R_DEBS="r-base-core r-base-dev r-cran-reticulate r-cran-testthat r-cran-jsonlite r-cran-quantreg r-cran-broom"
+if [ "${DPSTATS_SKIP_R:-0}" != "1" ]; then
+  missing=""
+  for pkg in $R_DEBS; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
+  done
+  if [ -n "$missing" ] && command -v apt-get >/dev/null; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    echo "setup: installing from Debian:$missing" >&2
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  fi
+  if command -v Rscript >/dev/null; then
+    if ! .venv/bin/python - r_bridge/requirements-rpy2.txt 2>/dev/null <<'PY'; then
+import sys, importlib.metadata as md
+pins = [line.split("#")[0].strip() for line in open(sys.argv[1])]
+sys.exit(0 if all(md.version(n) == v for n, v in (p.split("==") for p in pins if p)) else 1)
+PY
+      .venv/bin/python -m pip install --quiet --disable-pip-version-check -r r_bridge/requirements-rpy2.txt
+    fi
+    bash r_bridge/install.sh
+  else
+    echo "setup: R is not installed (no apt-get?): the R bridge and its tests are skipped" >&2
+  fi
+fi

@@ -1,0 +1,43 @@
+# broom-style frames. Registered for generics::tidy and generics::glance (the
+# generics broom re-exports) through NAMESPACE's delayed S3 registration, so
+# broom::tidy(fit) works whenever broom is installed, and nothing is loaded
+# otherwise.
+
+.frame <- function(df) {
+  if (requireNamespace("tibble", quietly = TRUE)) tibble::as_tibble(df) else df
+}
+
+tidy.dpstats_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
+  s <- summary(x, level = conf.level)
+  cf <- s$coefficients
+  out <- data.frame(
+    term = rownames(cf),
+    estimate = unname(cf[, "Estimate"]),
+    std.error = unname(cf[, "Std. Error"]),
+    statistic = unname(cf[, "z value"]),
+    p.value = unname(cf[, "Pr(>|z|)"]),
+    stringsAsFactors = FALSE
+  )
+  if (conf.int) {
+    out$conf.low <- unname(s$conf.int[, 1L])
+    out$conf.high <- unname(s$conf.int[, 2L])
+  }
+  .frame(out)
+}
+
+glance.dpstats_fit <- function(x, ...) {
+  p <- x$privacy
+  out <- data.frame(
+    nobs = x$nobs,
+    df.model = length(x$coefficients),
+    method = x$method,
+    notion = p$notion,
+    eps = p$eps,
+    delta = p$delta,
+    rho = p$rho,
+    failed = x$failed,
+    stringsAsFactors = FALSE
+  )
+  if (!is.null(x$tau) && length(x$tau) == 1L) out$tau <- x$tau
+  .frame(out)
+}

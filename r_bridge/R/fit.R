@@ -1,0 +1,314 @@
+# dp_ols() and dp_quantreg(): translate, send the columns, build the fit.
+
+# One column as the record dpstats.r_interop.frame_from_columns() rebuilds:
+# type, values (NA replaced by a placeholder), NA mask and, for factors, levels.
+# Only the columns the formula uses are sent.
+.column_record <- function(x, name, as_character = FALSE) {
+  if (!is.null(dim(x)) && length(dim(x)) > 1L) {
+    stop("column '", name, "' is a matrix; dpstats needs plain vector columns", call. = FALSE)
+  }
+  if (as_character) {
+    if (!is.atomic(x)) stop("column '", name, "' has an unsupported type", call. = FALSE)
+    values <- as.character(x)
+    na <- is.na(values)
+    values[na] <- ""
+    return(list(type = "character", values = unname(values), na = unname(na)))
+  }
+  if (is.factor(x)) {
+    codes <- as.integer(x)
+    na <- is.na(codes)
+    codes[na] <- 0L
+    return(list(type = "factor", values = codes, na = na, levels = as.list(levels(x)), ordered = is.ordered(x)))
+  }
+  if (inherits(x, "Date")) {
+    values <- as.numeric(unclass(x))
+    na <- is.na(values)
+    values[na] <- 0
+    return(list(type = "date", values = values, na = na))
+  }
+  if (inherits(x, "POSIXct")) {
+    values <- as.numeric(unclass(x))
+    na <- is.na(values)
+    values[na] <- 0
+    tz <- attr(x, "tzone")
+    return(list(type = "datetime", values = values, na = na, tz = if (is.null(tz)) "" else tz[[1L]]))
+  }
+  na <- unname(is.na(x))
+  if (is.logical(x)) {
+    values <- unname(as.vector(x))
+    values[na] <- FALSE
+    return(list(type = "logical", values = values, na = na))
+  }
+  if (is.integer(x)) {
+    values <- unname(as.vector(x))
+    values[na] <- 0L
+    return(list(type = "integer", values = values, na = na))
+  }
+  if (is.double(x)) {
+    values <- unname(as.vector(unclass(x)))
+    values[na] <- 0
+    return(list(type = "double", values = values, na = na))
+  }
+  if (is.character(x)) {
+    values <- unname(as.vector(x))
+    values[na] <- ""
+    return(list(type = "character", values = values, na = na))
+  }
+  stop("column '", name, "' has a type dpstats cannot send (", class(x)[[1L]], ")", call. = FALSE)
+}
+
+.check_named_list <- function(x, what) {
+  if (is.null(x)) return(list())
+  if (!is.list(x) || (length(x) && (is.null(names(x)) || any(!nzchar(names(x)))))) {
+    stop(what, " must be a named list, as in ", what,
+         if (what == "bounds") " = list(y = c(0, 10), x = c(0, 1))" else " = list(g = c(\"a\", \"b\"))",
+         call. = FALSE)
+  }
+  x
+}
+
+.check_bounds <- function(bounds) {
+  bounds <- .check_named_list(bounds, "bounds")
+  for (nm in names(bounds)) {
+    b <- bounds[[nm]]
+    if (!is.numeric(b) || length(b) != 2L) stop("bounds$", nm, " must be two numbers c(lower, upper)", call. = FALSE)
+  }
+  lapply(bounds, function(b) as.numeric(b))
+}
+
+.check_levels <- function(levels) {
+  levels <- .check_named_list(levels, "levels")
+  for (nm in names(levels)) {
+    l <- levels[[nm]]
+    if (is.factor(l)) l <- as.character(l)
+    if (!is.atomic(l) || length(l) == 0L) stop("levels$", nm, " must be a non-empty vector of levels", call. = FALSE)
+    if (anyNA(l)) stop("levels$", nm, " must not contain NA", call. = FALSE)
+    if (anyDuplicated(as.character(l))) stop("levels$", nm, " has duplicated levels", call. = FALSE)
+    levels[[nm]] <- l
+  }
+  levels
+}
+
+# Python's messages name Python's column names; put the R names back.
+.r_message <- function(message, tr) {
+  renamed <- tr$pyname[tr$pyname != names(tr$pyname)]
+  for (r in names(renamed)) message <- gsub(paste0("'", renamed[[r]], "'"), paste0("'", r, "'"), message, fixed = TRUE)
+  message
+}
+
+# The call as stored in the fit: data given by anything but a name is not kept
+# (a call such as dp_ols(y ~ x, data.frame(x = ...)) would otherwise store the data).
+.public_call <- function(call) {
+  if (!is.null(call$data) && !is.symbol(call$data)) call$data <- quote(`<data>`)
+  call
+}
+
+.dp_fit <- function(estimator, call, formula, data, eps, bounds, levels, method, delta,
+                    random_state, missing, options, tau = NULL) {
+  if (is.character(formula) && length(formula) == 1L) formula <- as.formula(formula, env = parent.frame(2L))
+  if (!inherits(formula, "formula")) stop("formula must be a formula such as y ~ x", call. = FALSE)
+  if (!is.data.frame(data)) stop("data must be a data frame", call. = FALSE)
+  if (!is.numeric(eps) || length(eps) != 1L) stop("eps must be one positive number", call. = FALSE)
+  if (!is.numeric(delta) || length(delta) != 1L) stop("delta must be one number in [0, 1)", call. = FALSE)
+  if (!is.character(method) || length(method) != 1L) stop("method must be a string", call. = FALSE)
+  if (!is.null(random_state) && (!is.numeric(random_state) || length(random_state) != 1L)) {
+    stop("random_state must be NULL or one integer", call. = FALSE)
+  }
+  bounds <- .check_bounds(bounds)
+  levels <- .check_levels(levels)
+  env <- environment(formula)
+  if (is.null(env)) env <- parent.frame(2L)
+  data <- as.data.frame(data, stringsAsFactors = FALSE, optional = TRUE)
+
+  tr <- .translate_formula(formula, data, levels, env)
+  levels <- tr$levels  # with levels declared inside factor(x, levels = ...)
+  as_character <- union(tr$factor_vars, tr$bare_categorical)
+  columns <- setNames(
+    lapply(tr$vars, function(v) .column_record(data[[v]], v, as_character = v %in% as_character)),
+    unname(tr$pyname[tr$vars])
+  )
+  bounds_py <- setNames(lapply(bounds, as.list), vapply(names(bounds), .translate_bound_name, "",
+                                                            data = data, tr = tr, env = env))
+  categorical <- intersect(names(levels), as_character)
+  levels_py <- setNames(lapply(categorical, function(v) as.list(as.character(levels[[v]]))),
+                        unname(tr$pyname[categorical]))
+  if (!is.null(random_state)) {
+    if (random_state != round(random_state) || random_state < 0) stop("random_state must be a non-negative integer", call. = FALSE)
+    if (abs(random_state) <= .Machine$integer.max) random_state <- as.integer(random_state)
+  }
+
+  mod <- .interop()
+  out <- mod$fit_from_r(
+    estimator = estimator, formula = tr$python, columns = columns, eps = eps,
+    bounds = if (length(bounds_py)) bounds_py else NULL,
+    levels = if (length(levels_py)) levels_py else NULL,
+    method = method, delta = delta, random_state = random_state, missing = missing,
+    options = if (length(options)) options else NULL, tau = tau, nrow = nrow(data)
+  )
+  if (!isTRUE(out$ok)) {
+    stop("dpstats: ", .r_message(out$message, tr), call. = FALSE)
+  }
+  .new_fit(out$result, tr, .public_call(call), formula, bounds, levels, estimator, tau)
+}
+
+#' Differentially private least squares from an R formula.
+#'
+#' @param formula an R formula: variables, factor(x), I(), log(), interactions, -1 / +0.
+#' @param data a data frame with the private rows (only the columns the formula uses are sent to Python).
+#' @param eps the total privacy budget of the call.
+#' @param bounds public bounds list(name = c(lower, upper)) for every numeric variable (or expression,
+#'   such as "log(hp)"); the data are clipped to them.
+#' @param levels public levels list(name = c(...)) of every categorical variable (factor(x) terms,
+#'   character and factor columns). They are never read from the data.
+#' @param method "auto" or a mechanism of the Python package ("noisystats", ...).
+#' @param delta for approximate-DP mechanisms.
+#' @param random_state NULL (fresh entropy) or an integer seed.
+#' @param missing "raise" or "midpoint" (missing numeric values become the midpoint of their bounds).
+#' @param ... the mechanism's hyperparameters.
+#' @return an object of class dpstats_fit holding plain R values only.
+dp_ols <- function(formula, data, eps, bounds = list(), levels = list(), method = "auto", delta = 0,
+                   random_state = NULL, missing = c("raise", "midpoint"), ...) {
+  .dp_fit("ols", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
+          match.arg(missing), list(...))
+}
+
+#' Differentially private quantile regression (the KNG mechanism of the Python package).
+#'
+#' Until the Python package has dp_quantreg (issue 5) this stops with an explanation;
+#' afterwards it calls it with q = tau.
+dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels = list(), method = "auto",
+                        delta = 0, random_state = NULL, missing = c("raise", "midpoint"), ...) {
+  if (!is.numeric(tau) || length(tau) < 1L || any(!is.finite(tau))) stop("tau must be numbers in (0, 1)", call. = FALSE)
+  if (!dpstats_has_quantreg()) {
+    stop("dp_quantreg() is not available until the KNG mechanism lands in the Python package dpstats ",
+         "(this version has no dpstats.dp_quantreg); dp_ols() works now", call. = FALSE)
+  }
+  .dp_fit("quantreg", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
+          match.arg(missing), list(...), tau = as.list(as.numeric(tau)))
+}
+
+# --- from Python's builtins to plain R values ---------------------------------
+
+.num <- function(x) {
+  if (is.null(x)) return(numeric())
+  if (is.list(x)) return(vapply(x, function(v) if (is.null(v)) NA_real_ else as.numeric(v), numeric(1)))
+  as.numeric(x)
+}
+
+.chr <- function(x) {
+  if (is.null(x)) return(character())
+  if (is.list(x)) return(vapply(x, function(v) if (is.null(v)) NA_character_ else as.character(v), ""))
+  as.character(x)
+}
+
+.scalar <- function(x, default = NA) if (is.null(x)) default else x
+
+.square <- function(rows, names) {
+  k <- length(names)
+  m <- matrix(NA_real_, k, k, dimnames = list(names, names))
+  for (i in seq_len(k)) m[i, ] <- .num(rows[[i]])
+  m
+}
+
+# A released statistic: a number, a vector, or a matrix (a list of rows).
+.stat <- function(x) {
+  if (is.list(x) && length(x) && all(vapply(x, function(r) length(r) > 1L || is.list(r), NA))) {
+    rows <- lapply(x, .num)
+    if (length(unique(lengths(rows))) == 1L) return(do.call(rbind, rows))
+  }
+  .num(x)
+}
+
+.plain_list <- function(x) {
+  if (is.null(x) || length(x) == 0L) return(list())
+  lapply(x, function(v) if (is.list(v)) .plain_list(v) else v)
+}
+
+.new_fit <- function(res, tr, call, formula, bounds, levels, estimator, tau) {
+  python_terms <- .chr(res$terms)
+  r_terms <- .r_term_names(python_terms, tr$leaves)
+  coefficients <- setNames(.num(res$params), r_terms)
+  V <- .square(res$cov, r_terms)
+  privacy <- res$privacy
+  split <- if (length(privacy$split)) unlist(lapply(privacy$split, as.numeric)) else numeric()
+  environment(formula) <- baseenv()  # never keep a caller's frame (it may hold the data)
+  xlevels <- list()
+  for (lf in tr$leaves) if (isTRUE(lf$categorical)) xlevels[[lf$label]] <- lf$levels_r
+  fit <- list(
+    coefficients = coefficients,
+    vcov = V,
+    nobs = as.integer(res$nobs),
+    call = call,
+    formula = formula,
+    estimator = estimator,
+    tau = if (is.null(tau)) NULL else unlist(tau),
+    response = tr$response$label,
+    method = .scalar(res$method, NA_character_),
+    method_title = .scalar(res$method_title, NA_character_),
+    method_reason = .scalar(res$method_reason, NA_character_),
+    citation = .scalar(res$citation, NA_character_),
+    failed = isTRUE(res$failed),
+    reason = .scalar(res$reason, NA_character_),
+    se_note = .scalar(res$se_note, NA_character_),
+    privacy = list(
+      notion = privacy$notion,
+      eps = as.numeric(privacy$eps),
+      delta = as.numeric(.scalar(privacy$delta, 0)),
+      rho = as.numeric(.scalar(privacy$rho, NA_real_)),
+      split = split,
+      neighbours = .scalar(privacy$neighbours, NA_character_),
+      caveats = .chr(privacy$caveats)
+    ),
+    bounds = bounds,
+    levels = lapply(levels[intersect(names(levels), union(tr$factor_vars, tr$bare_categorical))], identity),
+    noisy_stats = lapply(res$noisy_stats, .stat),
+    hyperparameters = .plain_list(res$hyperparameters),
+    # what predict() needs, all public
+    xlevels = xlevels,
+    factor_vars = tr$factor_vars,
+    bare_categorical = tr$bare_categorical,
+    bare_logical = tr$bare_logical,
+    constants = tr$constants,
+    python = list(
+      formula = tr$python,
+      terms = python_terms,
+      summary = .scalar(res$summary_text, NA_character_),
+      version = .scalar(res$dpstats_version, NA_character_)
+    )
+  )
+  class(fit) <- "dpstats_fit"
+  .order_like_r(fit, tr$leaves)
+}
+
+# Name and order the coefficients as R's model.matrix does (lm's names and
+# order), found on a one-row frame built from the declared metadata only.
+# Keeps Python's order when the columns do not match (predict() then says so).
+.order_like_r <- function(fit, leaves) {
+  vars <- setdiff(all.vars(fit$formula[[3L]]), names(fit$constants))
+  row <- lapply(setNames(nm = vars), function(v) {
+    if (v %in% fit$bare_logical) return(FALSE)
+    if (v %in% c(fit$factor_vars, fit$bare_categorical)) return(as.character(fit$levels[[v]])[[1L]])
+    b <- fit$bounds[[v]]
+    if (is.null(b)) 1 else mean(b)
+  })
+  X <- tryCatch(suppressWarnings(.public_model_matrix(fit, as.data.frame(row, optional = TRUE))),
+                error = function(e) NULL)
+  fit$names_match <- FALSE
+  if (is.null(X)) return(fit)
+  map <- .piece_map(leaves)
+  r_pieces <- unique(unname(map))
+  fit_key <- .piece_key(.term_pieces(fit$python$terms, map))
+  r_key <- .piece_key(.term_pieces(colnames(X), setNames(r_pieces, r_pieces)))
+  if (anyNA(fit_key) || anyNA(r_key) || anyDuplicated(fit_key) || !setequal(fit_key, r_key) ||
+      length(fit_key) != length(r_key)) {
+    return(fit)
+  }
+  idx <- match(r_key, fit_key)
+  r_names <- colnames(X)
+  fit$python$terms <- fit$python$terms[idx]
+  fit$coefficients <- setNames(unname(fit$coefficients[idx]), r_names)
+  fit$vcov <- fit$vcov[idx, idx, drop = FALSE]
+  dimnames(fit$vcov) <- list(r_names, r_names)
+  fit$names_match <- TRUE
+  fit
+}

@@ -1,0 +1,177 @@
+# The methods of a dpstats_fit. All of them are post-processing of the release:
+# they use the stored public values only and never need Python or the data.
+
+.describe_privacy <- function(p) {
+  switch(p$notion,
+    pure = sprintf("eps = %s (pure DP)", sprintf("%g", p$eps)),
+    approx = sprintf("eps = %s, delta = %s (approximate DP)", sprintf("%g", p$eps), sprintf("%g", p$delta)),
+    zcdp = sprintf("rho = %s (zCDP; implies eps = %s, delta = %s)", sprintf("%g", p$rho), sprintf("%g", p$eps),
+                   sprintf("%g", p$delta)),
+    sprintf("eps = %s (%s)", sprintf("%g", p$eps), p$notion)
+  )
+}
+
+.estimator_title <- function(x) {
+  if (identical(x$estimator, "quantreg")) "DP quantile regression" else "DP linear regression"
+}
+
+print.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat(.estimator_title(x), " (dpstats): ", x$method_title, "\n", sep = "")
+  cat("Call:  ", paste(deparse(x$call, width.cutoff = 500L), collapse = "\n"), "\n", sep = "")
+  cat("Privacy: ", .describe_privacy(x$privacy), "; n = ", x$nobs, " (public)", sep = "")
+  if (!is.null(x$tau)) cat("; tau = ", paste(format(x$tau), collapse = ", "), sep = "")
+  cat("\n\n")
+  if (x$failed) {
+    cat("The mechanism failed (the privacy budget was still spent): ", x$reason, "\n", sep = "")
+  } else {
+    cat("Coefficients:\n")
+    print.default(format(x$coefficients, digits = digits), print.gap = 2L, quote = FALSE)
+  }
+  cat("\n")
+  invisible(x)
+}
+
+coef.dpstats_fit <- function(object, ...) object$coefficients
+
+vcov.dpstats_fit <- function(object, ...) object$vcov
+
+nobs.dpstats_fit <- function(object, ...) object$nobs
+
+formula.dpstats_fit <- function(x, ...) x$formula
+
+# Normal (z) intervals from vcov(), as confint.default: NaN where the mechanism
+# releases no valid DP standard error.
+confint.dpstats_fit <- function(object, parm, level = 0.95, ...) {
+  cf <- coef(object)
+  pnames <- names(cf)
+  if (missing(parm)) parm <- pnames else if (is.numeric(parm)) parm <- pnames[parm]
+  a <- (1 - level) / 2
+  a <- c(a, 1 - a)
+  pct <- paste(format(100 * a, trim = TRUE, scientific = FALSE, digits = 3), "%")
+  ci <- array(NA_real_, dim = c(length(parm), 2L), dimnames = list(parm, pct))
+  se <- sqrt(diag(vcov(object)))[parm]
+  ci[] <- cf[parm] + se %o% qnorm(a)
+  ci
+}
+
+.private_data_error <- function(what) {
+  stop(what, "() would need the private data: a differentially private fit keeps only its release ",
+       "(coefficients, noisy statistics, privacy spent), never the rows it was fitted on. ",
+       "Use predict(fit, newdata) on public data instead.", call. = FALSE)
+}
+
+residuals.dpstats_fit <- function(object, ...) .private_data_error("residuals")
+
+fitted.dpstats_fit <- function(object, ...) .private_data_error("fitted")
+
+# Design matrix of the fit's right-hand side on public data, with the declared
+# levels and treatment contrasts (as the Python side used).
+.public_model_matrix <- function(object, newdata) {
+  nd <- as.data.frame(newdata, optional = TRUE, stringsAsFactors = FALSE)
+  for (v in object$bare_logical) if (v %in% names(nd)) nd[[v]] <- factor(as.character(nd[[v]]), levels = c("FALSE", "TRUE"))
+  for (v in object$bare_categorical) {
+    if (v %in% names(nd)) nd[[v]] <- factor(as.character(nd[[v]]), levels = as.character(object$levels[[v]]))
+  }
+  tt <- delete.response(terms(object$formula))
+  environment(tt) <- list2env(object$constants, parent = baseenv())
+  xlev <- object$xlevels[setdiff(names(object$xlevels), c(object$bare_logical, object$bare_categorical))]
+  mf <- model.frame(tt, nd, na.action = na.pass, xlev = if (length(xlev)) xlev else NULL)
+  factors <- names(mf)[vapply(mf, is.factor, NA)]
+  contrasts <- if (length(factors)) setNames(rep(list("contr.treatment"), length(factors)), factors) else NULL
+  model.matrix(tt, mf, contrasts.arg = contrasts)
+}
+
+predict.dpstats_fit <- function(object, newdata, ...) {
+  if (missing(newdata) || is.null(newdata)) {
+    stop("predict() needs newdata: predictions at the rows the model was fitted on would need the ",
+         "private data, which a differentially private fit does not keep", call. = FALSE)
+  }
+  if (object$failed) stop("the mechanism failed, so the fit has no coefficients to predict with", call. = FALSE)
+  X <- .public_model_matrix(object, newdata)
+  cf <- coef(object)
+  if (!setequal(colnames(X), names(cf))) {
+    stop("newdata does not produce the fitted model's design columns (", paste(names(cf), collapse = ", "),
+         "); got ", paste(colnames(X), collapse = ", "), call. = FALSE)
+  }
+  out <- drop(X[, names(cf), drop = FALSE] %*% cf)
+  names(out) <- rownames(X)
+  out
+}
+
+# --- summary -----------------------------------------------------------------
+
+summary.dpstats_fit <- function(object, level = 0.95, ...) {
+  cf <- coef(object)
+  se <- sqrt(diag(vcov(object)))
+  z <- cf / se
+  p <- 2 * pnorm(-abs(z))
+  table <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = p)
+  out <- object[c("call", "formula", "estimator", "tau", "response", "nobs", "method", "method_title",
+                  "method_reason", "citation", "failed", "reason", "se_note", "privacy", "bounds",
+                  "levels", "noisy_stats", "hyperparameters")]
+  out$coefficients <- table
+  out$conf.int <- confint(object, level = level)
+  out$level <- level
+  class(out) <- "summary.dpstats_fit"
+  out
+}
+
+.stat_text <- function(v) {
+  if (length(v) > 16L) {
+    return(if (is.matrix(v)) sprintf("%dx%d matrix (see fit$noisy_stats)", nrow(v), ncol(v)) else "see fit$noisy_stats")
+  }
+  f <- function(x) ifelse(is.finite(x), formatC(x, digits = 4, format = "g"), "NaN")
+  if (is.matrix(v)) return(paste(apply(v, 1L, function(r) paste(trimws(f(r)), collapse = ", ")), collapse = "; "))
+  paste(trimws(f(v)), collapse = ", ")
+}
+
+.field <- function(label, value, width = 17L) {
+  cat(formatC(paste0(label, ":"), width = -width), value, "\n", sep = "")
+}
+
+print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  title <- if (identical(x$estimator, "quantreg")) "DP Quantile Regression Results" else "DP OLS Regression Results"
+  cat(title, " (dpstats)\n\nCall:\n", paste(deparse(x$call, width.cutoff = 500L), collapse = "\n"), "\n\n", sep = "")
+  method <- x$method_title
+  if (!is.na(x$method_reason)) method <- paste0(method, " [auto: ", x$method_reason, "]")
+  .field("Dep. variable", x$response)
+  if (!is.null(x$tau)) .field("Quantile (tau)", paste(format(x$tau), collapse = ", "))
+  .field("Method", method)
+  .field("Reference", x$citation)
+  .field("Observations", paste0(x$nobs, " (public)"))
+  .field("Status", if (x$failed) paste("FAILED:", x$reason) else "ok")
+  cat("\n")
+  .field("Privacy", .describe_privacy(x$privacy))
+  .field("Neighbours", x$privacy$neighbours)
+  split <- x$privacy$split
+  if (length(split)) .field("Budget split", paste(sprintf("%s: %s", names(split), formatC(split, digits = 4, format = "g")), collapse = ", "))
+  b <- x$bounds
+  .field("Declared bounds", if (length(b)) paste(sprintf("%s in [%s, %s]", names(b), vapply(b, function(v) format(v[[1]]), ""),
+                                                          vapply(b, function(v) format(v[[2]]), "")), collapse = ", ") else "none")
+  if (length(x$levels)) {
+    .field("Declared levels", paste(sprintf("%s: %s", names(x$levels), vapply(x$levels, function(l) paste(l, collapse = ", "), "")),
+                                    collapse = "; "))
+  }
+  for (cv in x$privacy$caveats) .field("Caveat", cv)
+  if (length(x$hyperparameters)) {
+    .field("Hyperparameters", paste(sprintf("%s=%s", names(x$hyperparameters),
+                                            vapply(x$hyperparameters, function(h) paste(format(unlist(h)), collapse = ","), "")),
+                                    collapse = ", "))
+  }
+  cat("\nCoefficients (normal approximation):\n")
+  if (x$failed) {
+    cat("  none: the mechanism failed\n")
+  } else {
+    printCoefmat(x$coefficients, digits = digits, na.print = "NaN", has.Pvalue = TRUE, P.values = TRUE,
+                 signif.stars = FALSE)
+  }
+  if (length(x$noisy_stats)) {
+    cat("\nReleased noisy statistics:\n")
+    for (nm in names(x$noisy_stats)) .field(paste0("  ", nm), .stat_text(x$noisy_stats[[nm]]), width = 19L)
+  }
+  cat("\nNotes:\n")
+  notes <- c(if (x$failed) paste("The mechanism failed; the privacy budget was still spent.", x$reason),
+             x$se_note, "Data were clipped to the declared bounds; estimates are in the data's units.")
+  for (n in notes[!is.na(notes)]) cat(paste(strwrap(n, width = 0.9 * getOption("width"), initial = "[*] ", exdent = 4), collapse = "\n"), "\n", sep = "")
+  invisible(x)
+}

@@ -1,0 +1,94 @@
+# The lm-like methods, broom frames, and life after saveRDS/readRDS without Python.
+
+fit <- dp_ols(mpg ~ wt * factor(am) + log(hp), data = mtcars, eps = 1e9, bounds = B, levels = L,
+              random_state = 21)
+ref <- lm(mpg ~ wt * factor(am) + log(hp), mtcars)
+
+test_that("coef, vcov, nobs, formula and confint have lm's shapes and names", {
+  expect_identical(names(coef(fit)), names(coef(ref)))
+  expect_identical(dimnames(vcov(fit)), list(names(coef(ref)), names(coef(ref))))
+  expect_identical(nobs(fit), 32L)
+  expect_identical(deparse(formula(fit)), deparse(mpg ~ wt * factor(am) + log(hp)))
+  ci <- confint(fit, level = 0.9)
+  expect_identical(colnames(ci), c("5 %", "95 %"))
+  expect_identical(rownames(confint(fit, "wt")), "wt")
+  expect_true(all(is.nan(ci)))  # NoisyStats releases no valid DP standard errors
+})
+
+test_that("predict(newdata) equals lm's prediction at eps = 1e9", {
+  nd <- data.frame(wt = c(2.5, 3.5), am = c(0, 1), hp = c(100, 200), row.names = c("a", "b"))
+  p <- predict(fit, nd)
+  expect_identical(names(p), c("a", "b"))
+  expect_equal(p, predict(ref, nd), tolerance = 1e-6)
+  expect_error(predict(fit), "private data")
+  expect_error(predict(fit, data.frame(wt = 3, am = 2, hp = 100)), "new level")
+})
+
+test_that("residuals() and fitted() explain that they would need the private data", {
+  expect_error(residuals(fit), "would need the private data")
+  expect_error(fitted(fit), "would need the private data")
+  expect_error(resid(fit), "would need the private data")
+})
+
+test_that("print and summary describe the release", {
+  out <- capture.output(print(fit))
+  expect_true(any(grepl("NoisyStats", out)))
+  expect_true(any(grepl("n = 32 (public)", out, fixed = TRUE)))
+  s <- summary(fit)
+  expect_s3_class(s, "summary.dpstats_fit")
+  expect_identical(colnames(s$coefficients), c("Estimate", "Std. Error", "z value", "Pr(>|z|)"))
+  out <- capture.output(print(s))
+  expect_true(any(grepl("Budget split", out)))
+  expect_true(any(grepl("Declared bounds: mpg in [10, 35]", out, fixed = TRUE)))
+  expect_true(any(grepl("NoisyStats releases no private standard errors", out)))
+})
+
+test_that("a failed fit says so", {
+  failed <- NULL
+  for (seed in 1:50) {
+    f <- dp_ols(mpg ~ wt + factor(cyl), data = mtcars, eps = 0.05, bounds = B, levels = L, random_state = seed)
+    if (f$failed) {
+      failed <- f
+      break
+    }
+  }
+  skip_if(is.null(failed), "no failing seed found")
+  expect_true(any(grepl("mechanism failed", capture.output(print(failed)))))
+  expect_true(any(grepl("FAILED", capture.output(print(summary(failed))))))
+  expect_error(predict(failed, mtcars), "failed")
+})
+
+test_that("tidy and glance are registered for broom", {
+  skip_if_not_installed("broom")
+  td <- broom::tidy(fit, conf.int = TRUE, conf.level = 0.9)
+  expect_identical(names(td), c("term", "estimate", "std.error", "statistic", "p.value", "conf.low", "conf.high"))
+  expect_equal(td$estimate, unname(coef(fit)))
+  gl <- broom::glance(fit)
+  expect_identical(nrow(gl), 1L)
+  expect_identical(names(gl), c("nobs", "df.model", "method", "notion", "eps", "delta", "rho", "failed"))
+  expect_identical(gl$method, "noisystats")
+  expect_equal(gl$eps, 1e9)
+})
+
+test_that("the fit survives saveRDS/readRDS and works afterwards without Python", {
+  path <- tempfile(fileext = ".rds")
+  saveRDS(fit, path)
+  back <- readRDS(path)
+  expect_identical(coef(back), coef(fit))
+  expect_identical(capture.output(print(summary(back))), capture.output(print(summary(fit))))
+  code <- sprintf('
+    options(dpstats.python = "/nonexistent/python")
+    library(dpstats)
+    fit <- readRDS("%s")
+    print(fit)
+    print(summary(fit))
+    print(confint(fit))
+    print(predict(fit, data.frame(wt = 3, am = 1, hp = 150)))
+    if (requireNamespace("broom", quietly = TRUE)) print(broom::tidy(fit))
+    stopifnot(!reticulate::py_available(initialize = FALSE))
+    cat("WITHOUT-PYTHON-OK\\n")', path)
+  res <- run_rscript(code, env = c("RETICULATE_PYTHON="))
+  expect_identical(res$status, 0L, info = paste(res$output, collapse = "\n"))
+  expect_true(any(grepl("WITHOUT-PYTHON-OK", res$output)))
+  expect_true(any(grepl("DP OLS Regression Results", res$output)))
+})

@@ -1,0 +1,443 @@
+"""The R bridge, tested from Python.
+
+- The R package's testthat suite runs as an ``Rscript`` subprocess (never in this
+  process's embedded R: Python -> rpy2 -> R -> reticulate -> Python crashes), so CI
+  sees its result in the one pytest summary.
+- The README's R quick start runs in a plain ``Rscript`` that has no environment
+  set up beyond ``lib.loc``, and its eps = 1e9 fits are compared with R's own
+  ``lm`` obtained through rpy2.
+- Through rpy2: ``r_to_pandas`` / ``pandas_to_r`` keep NA in every column type,
+  results become R lists, and dp_ols on R's mtcars equals R's ``lm``.
+
+R comes from ``bash scripts/setup.sh``. Without R or rpy2 these tests skip,
+except under CI (``CI=true``) or ``DPSTATS_REQUIRE_R=1``, where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpstats
+from dpstats import r_interop
+
+ROOT = Path(__file__).resolve().parents[1]
+R_BRIDGE = ROOT / "r_bridge"
+R_LIB = R_BRIDGE / "lib"
+RSCRIPT = shutil.which("Rscript")
+REQUIRE_R = os.environ.get("CI", "").lower() == "true" or os.environ.get("DPSTATS_REQUIRE_R") == "1"
+
+# The environment before any embedded R changed it, minus what would steer R or
+# reticulate elsewhere; subprocesses get exactly what each test adds.
+_R_VARS = (
+    "LD_LIBRARY_PATH",
+    "R_HOME",
+    "R_LIBS",
+    "R_LIBS_USER",
+    "R_LIBS_SITE",
+    "R_SESSION_TMPDIR",
+    "R_SHARE_DIR",
+    "R_INCLUDE_DIR",
+    "R_DOC_DIR",
+    "R_PLATFORM",
+    "R_LD_LIBRARY_PATH",
+    "RETICULATE_PYTHON",
+    "RETICULATE_PYTHON_ENV",
+    "R_PROFILE_USER",
+    "R_ENVIRON_USER",
+)
+BASE_ENV = {k: v for k, v in os.environ.items() if k not in _R_VARS}
+
+MTCARS_BOUNDS = {"mpg": (10, 35), "wt": (1, 6), "hp": (50, 350)}
+
+
+def _missing(what: str) -> None:
+    message = f"{what} is not available: bash scripts/setup.sh installs it"
+    if REQUIRE_R:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def r_package() -> Path:
+    """The R package installed (or refreshed) in r_bridge/lib."""
+    if RSCRIPT is None:
+        _missing("R (Rscript)")
+    done = subprocess.run(["bash", str(R_BRIDGE / "install.sh")], capture_output=True, text=True, env=BASE_ENV)
+    assert done.returncode == 0, done.stderr
+    return R_LIB
+
+
+@pytest.fixture(scope="module")
+def r_env(r_package: Path) -> dict[str, str]:
+    """Environment for Rscript subprocesses, as r_bridge/env.sh sets it."""
+    r_home = subprocess.run([RSCRIPT, "-e", "cat(R.home())"], capture_output=True, text=True, env=BASE_ENV).stdout
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    return {
+        **BASE_ENV,
+        "RETICULATE_PYTHON": sys.executable,
+        "R_LIBS": str(r_package),
+        "R_LD_LIBRARY_PATH": ":".join(p for p in (libdir, f"{r_home}/lib", "/usr/lib/x86_64-linux-gnu") if p),
+    }
+
+
+@pytest.fixture(scope="module")
+def ro():
+    """rpy2.robjects with the embedded R started."""
+    if RSCRIPT is None:
+        _missing("R (Rscript)")
+    try:
+        return r_interop.start_r()
+    except ImportError:
+        _missing("rpy2 (pinned in r_bridge/requirements-rpy2.txt)")
+
+
+def _rscript(code: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([RSCRIPT, "-e", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _is_builtin_tree(obj) -> bool:
+    if isinstance(obj, dict):
+        return all(isinstance(k, str) and _is_builtin_tree(v) for k, v in obj.items())
+    if isinstance(obj, list):
+        return all(_is_builtin_tree(v) for v in obj)
+    return obj is None or type(obj) in (bool, int, float, str)
+
+
+# --------------------------------------------------------------------------
+# The R side, run by R
+# --------------------------------------------------------------------------
+
+
+def test_testthat_suite(r_env: dict[str, str]) -> None:
+    """r_bridge/tests/testthat: translation, crossing, parity with lm, methods, saveRDS, vignette."""
+    code = (
+        "library(testthat); "
+        "res <- test_dir('r_bridge/tests/testthat', package = 'dpstats', load_package = 'installed', "
+        "reporter = 'check', stop_on_failure = FALSE); "
+        "df <- as.data.frame(res); "
+        "cat(sprintf('\\ntestthat: %d passed, %d failed, %d skipped, %d errors\\n', "
+        "sum(df$passed), sum(df$failed), sum(df$skipped), sum(df$error))); "
+        "quit(status = as.integer(sum(df$failed) + sum(df$error) > 0))"
+    )
+    done = _rscript(code, r_env)
+    output = done.stdout + done.stderr
+    summary = re.search(r"testthat: (\d+) passed, (\d+) failed, (\d+) skipped, (\d+) errors", output)
+    assert done.returncode == 0 and summary, output[-6000:]
+    passed, failed, skipped, errors = map(int, summary.groups())
+    assert failed == 0 and errors == 0, output[-6000:]
+    assert passed >= 100, output[-6000:]
+    assert skipped <= 1, output[-6000:]  # only the quantreg parity while dp_quantreg is missing
+
+
+QUICK_START = """
+library(dpstats, lib.loc = "r_bridge/lib")
+fit <- dp_ols(mpg ~ wt + factor(cyl), data = mtcars, eps = 1,
+              bounds = list(mpg = c(10, 35), wt = c(1, 6)),
+              levels = list(cyl = c(4, 6, 8)))
+print(summary(fit))
+confint(fit)
+broom::tidy(fit)
+b <- list(mpg = c(10, 35), wt = c(1, 6), hp = c(50, 350))
+l <- list(cyl = c(4, 6, 8), am = c(0, 1))
+f1 <- dp_ols(mpg ~ wt + factor(cyl), data = mtcars, eps = 1e9, bounds = b, levels = l, random_state = 2026)
+f2 <- dp_ols(mpg ~ factor(am):wt + log(hp), data = mtcars, eps = 1e9, bounds = b, levels = l, random_state = 2026)
+data(engel, package = "quantreg")
+e <- dp_ols(foodexp ~ income, data = engel, eps = 1, bounds = list(income = c(0, 5000), foodexp = c(0, 2500)),
+            random_state = 2026)
+parity <- list(f1 = as.list(coef(f1)), f2 = as.list(coef(f2)), engel = as.list(coef(e)))
+sys <- reticulate::import("sys")
+child <- reticulate::import("subprocess")$run(c(sys$executable, "-c", "import sys; print(sys.version)"),
+                                              capture_output = TRUE, text = TRUE)$stdout
+cat("CHILD_PYTHON", identical(trimws(child), sys$version), "\\n")
+cat("PARITY", jsonlite::toJSON(parity, digits = NA, auto_unbox = TRUE), "\\n")
+"""
+
+
+@pytest.fixture(scope="module")
+def quick_start(r_package: Path) -> subprocess.CompletedProcess:
+    """The quick start in a plain Rscript: no RETICULATE_PYTHON, no R_LIBS, nothing sourced."""
+    return _rscript(QUICK_START, BASE_ENV)
+
+
+def test_quick_start_runs_in_a_plain_rscript(quick_start: subprocess.CompletedProcess) -> None:
+    out = quick_start.stdout
+    assert quick_start.returncode == 0, quick_start.stdout[-3000:] + quick_start.stderr[-3000:]
+    assert "DP OLS Regression Results" in out
+    assert "eps = 1 (pure DP)" in out
+    assert "2.5 %" in out and "97.5 %" in out  # confint
+    assert re.search(r"term\s+estimate\s+std.error\s+statistic\s+p.value", out)  # broom::tidy
+    assert "factor(cyl)8" in out
+    # a python started from R's embedded Python loads its own libpython, not the system's
+    assert "CHILD_PYTHON TRUE" in out
+
+
+def _r_coef(ro, formula: str) -> dict[str, float]:
+    coef = ro.r(f"coef(lm({formula}, data = mtcars))")
+    return dict(zip([str(n) for n in coef.names], [float(v) for v in coef], strict=True))
+
+
+def _max_rel(got: dict[str, float], ref: dict[str, float]) -> float:
+    assert list(got) == list(ref)
+    return max(abs(got[k] - ref[k]) / abs(ref[k]) for k in ref)
+
+
+def _mean_rel(got: dict[str, float], ref: dict[str, float]) -> float:
+    """all.equal's (and testthat's) relative difference: sum |diff| / sum |ref|."""
+    assert sorted(got) == sorted(ref)
+    return sum(abs(got[k] - ref[k]) for k in ref) / sum(abs(v) for v in ref.values())
+
+
+def test_dp_ols_from_r_equals_lm_through_rpy2(quick_start: subprocess.CompletedProcess, ro) -> None:
+    """R's dp_ols (in the Rscript) against R's lm (through rpy2), eps = 1e9, 1e-6 relative."""
+    line = next((ln for ln in quick_start.stdout.splitlines() if ln.startswith("PARITY ")), None)
+    assert line, quick_start.stdout[-3000:] + quick_start.stderr[-3000:]
+    fits = json.loads(line[len("PARITY ") :])
+    assert _max_rel(fits["f1"], _r_coef(ro, "mpg ~ wt + factor(cyl)")) < 1e-6
+    ref2 = _r_coef(ro, "mpg ~ factor(am):wt + log(hp)")
+    assert list(fits["f2"]) == list(ref2)  # lm's names, in lm's order
+    assert _mean_rel(fits["f2"], ref2) < 1e-6
+
+
+def test_same_seed_same_release_from_r_and_python(quick_start: subprocess.CompletedProcess) -> None:
+    """The README's Python quick start and the same call from R release the same numbers."""
+    from statsmodels.datasets import engel
+
+    line = next((ln for ln in quick_start.stdout.splitlines() if ln.startswith("PARITY ")), None)
+    assert line, quick_start.stdout[-3000:] + quick_start.stderr[-3000:]
+    from_r = json.loads(line[len("PARITY ") :])["engel"]
+    res = dpstats.dp_ols(
+        "foodexp ~ income",
+        engel.load_pandas().data,
+        eps=1.0,
+        bounds={"income": (0, 5000), "foodexp": (0, 2500)},
+        random_state=2026,
+    )
+    assert list(from_r) == ["(Intercept)", "income"]
+    assert np.allclose(list(from_r.values()), res.params.to_numpy(), rtol=1e-12, atol=0)
+
+
+def test_readme_r_blocks_run(r_package: Path) -> None:
+    """Every ```r block of README.md runs in a plain Rscript from the checkout."""
+    blocks = re.findall(r"```r\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.DOTALL)
+    if not blocks:
+        pytest.skip("README.md has no R block yet")
+    done = _rscript("\n".join(blocks), BASE_ENV)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+# --------------------------------------------------------------------------
+# rpy2: R data.frame <-> pandas, results -> R, parity
+# --------------------------------------------------------------------------
+
+R_FRAME_WITH_NA = """
+data.frame(
+  d = c(1.5, NA, NaN, -Inf),
+  i = c(1L, NA, 2147483647L, -2147483647L),
+  l = c(TRUE, NA, FALSE, TRUE),
+  s = c("a", NA, "", "NA"),
+  f = factor(c("lo", NA, "hi", "lo"), levels = c("lo", "mid", "hi")),
+  o = factor(c("b", "a", NA, "b"), levels = c("b", "a"), ordered = TRUE),
+  day = as.Date(c("2020-01-01", NA, "1969-12-31", "2000-02-29")),
+  stringsAsFactors = FALSE
+)
+"""
+
+
+def test_r_to_pandas_keeps_missing_values(ro) -> None:
+    frame = r_interop.r_to_pandas(ro.r(R_FRAME_WITH_NA))
+    expected_na = {
+        "d": [False, True, True, False],
+        "i": [False, True, False, False],
+        "l": [False, True, False, False],
+        "s": [False, True, False, False],
+        "f": [False, True, False, False],
+        "o": [False, False, True, False],
+        "day": [False, True, False, False],
+    }
+    for name, mask in expected_na.items():
+        assert frame[name].isna().tolist() == mask, name
+    assert str(frame["i"].dtype) == "Int64" and frame["i"].dropna().tolist() == [1, 2**31 - 1, -(2**31 - 1)]
+    assert str(frame["l"].dtype) == "boolean" and frame["l"].dropna().tolist() == [True, False, True]
+    assert str(frame["s"].dtype) == "string" and frame["s"].dropna().tolist() == ["a", "", "NA"]
+    assert frame["d"].iloc[3] == -math.inf
+    assert isinstance(frame["f"].dtype, pd.CategoricalDtype)
+    assert list(frame["f"].cat.categories) == ["lo", "mid", "hi"] and not frame["f"].cat.ordered
+    assert frame["o"].cat.ordered and list(frame["o"].cat.categories) == ["b", "a"]
+    assert [str(v.date()) for v in frame["day"].dropna()] == ["2020-01-01", "1969-12-31", "2000-02-29"]
+    assert isinstance(frame.index, pd.RangeIndex)
+    mtcars = r_interop.r_to_pandas(ro.r["mtcars"])
+    assert mtcars.index[0] == "Mazda RX4" and mtcars.shape == (32, 11)
+
+
+def test_pandas_to_r_keeps_missing_values(ro) -> None:
+    frame = pd.DataFrame(
+        {
+            "d": [1.5, np.nan, -2.0],
+            "i": pd.array([1, None, 3], dtype="Int64"),
+            "l": pd.array([True, None, False], dtype="boolean"),
+            "s": pd.array(["x", None, ""], dtype="string"),
+            "obj": ["u", None, "w"],
+            "f": pd.Categorical(["b", None, "a"], categories=["b", "a", "z"]),
+            "big": pd.array([1, None, 2**40], dtype="Int64"),
+        }
+    )
+    r_frame = r_interop.pandas_to_r(frame)
+    ro.globalenv["crossed"] = r_frame
+    checks = {
+        "class(crossed)": ["data.frame"],
+        "sapply(crossed, function(x) class(x)[1])": [
+            "numeric",
+            "integer",
+            "logical",
+            "character",
+            "character",
+            "factor",
+            "numeric",
+        ],
+        "sapply(crossed, function(x) sum(is.na(x)))": [1, 1, 1, 1, 1, 1, 1],
+        "which(is.na(crossed$d))": [2],
+        "crossed$s[c(1, 3)]": ["x", ""],
+        "levels(crossed$f)": ["b", "a", "z"],
+        "as.character(crossed$f)[c(1, 3)]": ["b", "a"],
+        "crossed$big[3] == 2^40": [True],
+        "nrow(crossed)": [3],
+    }
+    for expr, expected in checks.items():
+        assert list(ro.r(expr)) == expected, expr
+    back = r_interop.r_to_pandas(r_frame)
+    pd.testing.assert_frame_equal(back[["d", "i", "l", "s", "f"]], frame[["d", "i", "l", "s", "f"]])
+
+
+def test_result_to_r_is_a_plain_r_list(ro) -> None:
+    data = r_interop.r_to_pandas(ro.r["mtcars"])
+    res = dpstats.dp_ols(
+        "mpg ~ wt + C(cyl)", data, eps=1e9, bounds=MTCARS_BOUNDS, levels={"cyl": [4.0, 6.0, 8.0]}, random_state=1
+    )
+    ro.globalenv["res"] = r_interop.result_to_r(res)
+    assert list(ro.r("names(res$coefficients)")) == res.term_names
+    assert list(ro.r("dim(res$vcov)")) == [4, 4]
+    assert list(ro.r("res$privacy$eps")) == [1e9]
+    assert list(ro.r("res$nobs")) == [32.0]
+    assert list(ro.r("res$method")) == ["noisystats"]
+    assert list(ro.r("is.list(res) && !is.null(names(res))")) == [True]
+
+
+def test_dp_ols_in_python_on_r_data_equals_lm(ro) -> None:
+    """mtcars crosses through rpy2; Python's dp_ols at eps = 1e9 equals R's lm to 1e-6 relative."""
+    data = r_interop.r_to_pandas(ro.r["mtcars"])
+    levels = {"cyl": [4.0, 6.0, 8.0], "am": [0.0, 1.0]}
+    res = dpstats.dp_ols("mpg ~ wt + C(cyl)", data, eps=1e9, bounds=MTCARS_BOUNDS, levels=levels, random_state=7)
+    names = {"Intercept": "(Intercept)", "wt": "wt", "C(cyl)[T.6.0]": "factor(cyl)6", "C(cyl)[T.8.0]": "factor(cyl)8"}
+    got = {names[k]: float(v) for k, v in res.params.items()}
+    ref = _r_coef(ro, "mpg ~ wt + factor(cyl)")
+    assert _max_rel({k: got[k] for k in ref}, ref) < 1e-6
+
+    res = dpstats.dp_ols(
+        "mpg ~ C(am):wt + np.log(hp)", data, eps=1e9, bounds=MTCARS_BOUNDS, levels=levels, random_state=7
+    )
+    names = {
+        "Intercept": "(Intercept)",
+        "np.log(hp)": "log(hp)",
+        "C(am)[0.0]:wt": "factor(am)0:wt",
+        "C(am)[1.0]:wt": "factor(am)1:wt",
+    }
+    got = {names[k]: float(v) for k, v in res.params.items()}
+    assert _mean_rel(got, _r_coef(ro, "mpg ~ factor(am):wt + log(hp)")) < 1e-6
+
+
+def test_dp_quantreg_on_r_data_equals_rq(ro) -> None:
+    """Once KNG lands: Python's dp_quantreg on R's engel against quantreg::rq, through rpy2."""
+    if not hasattr(dpstats, "dp_quantreg"):
+        pytest.skip("dpstats.dp_quantreg does not exist yet (the KNG issue)")
+    data = r_interop.r_to_pandas(ro.r('local({data(engel, package = "quantreg"); engel})'))
+    res = dpstats.dp_quantreg(
+        "foodexp ~ income", data, q=0.5, eps=1e9, bounds={"income": (0, 5000), "foodexp": (0, 2500)}, random_state=3
+    )
+    ref = ro.r(
+        'coef(quantreg::rq(foodexp ~ income, tau = 0.5, data = local({data(engel, package = "quantreg"); engel})))'
+    )
+    # Placeholder precision until the KNG issue states what its sampler achieves at eps = 1e9.
+    assert np.allclose(res.params.to_numpy(), np.array(list(ref)), rtol=1e-3)
+
+
+def test_start_r_keeps_child_pythons_on_this_libpython(ro) -> None:
+    done = subprocess.run([sys.executable, "-c", "import sys; print(sys.version)"], capture_output=True, text=True)
+    assert done.stdout.strip() == sys.version
+
+
+# --------------------------------------------------------------------------
+# The Python side of the reticulate path (no R needed)
+# --------------------------------------------------------------------------
+
+
+def _columns(**cols):
+    return {name: {"type": kind, "values": values, "na": na} for name, (kind, values, na) in cols.items()}
+
+
+def test_fit_from_r_returns_builtins_only() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, 40)
+    columns = _columns(
+        y=("double", (2 * x + rng.normal(0, 0.1, 40)).clip(-1, 3).tolist(), [False] * 40),
+        x=("double", x.tolist(), [False] * 40),
+        g=("character", rng.choice(["a", "b"], 40).tolist(), [False] * 40),
+    )
+    out = r_interop.fit_from_r(
+        "ols",
+        "y ~ x + C(g)",
+        columns,
+        1e9,
+        bounds={"y": [-1, 3], "x": [0, 1]},
+        levels={"g": ["a", "b"]},
+        random_state=4.0,
+    )
+    assert out["ok"], out
+    assert _is_builtin_tree(out)
+    assert out["result"]["terms"] == ["Intercept", "C(g)[T.b]", "x"]
+    assert "DP OLS Regression Results" in out["result"]["summary_text"]
+
+
+def test_fit_from_r_reports_errors_as_values() -> None:
+    columns = _columns(y=("double", [1.0, 2.0, 3.0], [False, True, False]), x=("integer", [1, 2, 3], [False] * 3))
+    out = r_interop.fit_from_r("ols", "y ~ x", columns, 1.0, bounds={"y": [0, 5], "x": [0, 5]})
+    assert out == {"ok": False, "error": "ValueError", "message": out["message"]}
+    assert "'y' has missing values" in out["message"]
+    out = r_interop.fit_from_r("quantreg", "y ~ x", columns, 1.0, tau=0.5)
+    assert not out["ok"]
+    if not hasattr(dpstats, "dp_quantreg"):
+        assert "not available until the KNG mechanism lands" in out["message"]
+
+
+def test_frame_from_columns_scalars_and_types() -> None:
+    frame = r_interop.frame_from_columns(
+        {
+            "a": {"type": "double", "values": 2.5, "na": False},
+            "b": {"type": "factor", "values": 2, "na": False, "levels": ["x", "y"], "ordered": False},
+            "c": {"type": "logical", "values": True, "na": True},
+        }
+    )
+    assert frame.shape == (1, 3)
+    assert frame["a"].tolist() == [2.5] and frame["b"].tolist() == ["y"] and frame["c"].isna().all()
+    with pytest.raises(TypeError, match="unknown column type"):
+        r_interop.frame_from_columns({"z": {"type": "complex", "values": [1], "na": [False]}})
+    with pytest.raises(ValueError, match="differ in length"):
+        r_interop.frame_from_columns({"z": {"type": "double", "values": [1.0, 2.0], "na": [False]}})
+
+
+def test_plain_converts_numpy_and_pandas_values() -> None:
+    value = {"a": np.float64(1.5), "b": np.arange(3), "c": (np.int32(2), None), 4: pd.NA, "e": np.bool_(True)}
+    out = r_interop.plain(value)
+    assert out == {"a": 1.5, "b": [0, 1, 2], "c": [2, None], "4": None, "e": True}
+    assert _is_builtin_tree(out)
