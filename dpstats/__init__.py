@@ -1,7 +1,8 @@
 """dpstats: differentially private regression for applied economists.
 
-``dp_ols("y ~ x", data, eps=1, bounds={...})`` returns a results object with
-statsmodels names, broom-style frames, summaries and the privacy spent.
+``dp_ols("y ~ x", data, eps=1, bounds={...})`` and ``dp_quantreg("y ~ x", data,
+q=0.5, eps=1, bounds={...})`` return a results object with statsmodels names,
+broom-style frames, summaries and the privacy spent.
 Submodules load on first use, so ``import dpstats`` stays fast.
 """
 
@@ -14,6 +15,9 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "dp_ols": "dpstats.api",
+    "dp_quantreg": "dpstats.api",
+    "DPQuantileFits": "dpstats.quantile_fits",
+    "noisy_histogram": "dpstats.histogram",
     "DPRegressionResults": "dpstats.results",
     "Summary": "dpstats.summary",
     "PrivacySpent": "dpstats.privacy",

@@ -9,7 +9,8 @@ import pandas as pd
 from .formula import build_design, caller_environment, check_bounds
 from .mechanisms import PrivacyRequest, choose_auto, get_mechanism
 from .noise import RandomState, make_rng
-from .privacy import check_delta, check_eps
+from .privacy import PrivacySpent, check_delta, check_eps
+from .quantile_fits import DPQuantileFits, check_quantiles
 from .results import DPRegressionResults
 
 
@@ -50,6 +51,59 @@ def dp_ols(
     return _fit("ols", formula, data, eps, bounds, levels, method, delta, random_state, missing, options)
 
 
+def dp_quantreg(
+    formula: str,
+    data: pd.DataFrame,
+    q: float | Sequence[float] = 0.5,
+    *,
+    eps: float,
+    bounds: Mapping[str, Sequence[float]] | None = None,
+    levels: Mapping[str, Sequence] | None = None,
+    method: str = "auto",
+    delta: float = 0.0,
+    random_state: RandomState = None,
+    missing: str = "raise",
+    **options: object,
+) -> DPRegressionResults | DPQuantileFits:
+    """Differentially private quantile regression from a formula.
+
+    Parameters
+    ----------
+    formula, data, bounds, levels, delta, random_state, missing : as for
+        :func:`dp_ols`. Bounds are needed for the response and every numeric
+        variable (the data are clipped to them and they define the scaled
+        problem of the mechanism).
+    q : the quantile tau in (0, 1), or a list of distinct quantiles.
+    eps : total privacy budget of the call; with several quantiles it is split
+        evenly between them (basic composition), and the split is reported.
+    method : ``"auto"`` (the K-norm gradient mechanism, ``"kng"``) or another
+        registered quantile-regression mechanism.
+    **options : the mechanism's hyperparameters; for ``"kng"``: ``norm``
+        (``"linf"``, ``"l2"``, ``"l1"``), ``B`` (the radius of the domain
+        ``||theta||_1 <= B`` on the scaled problem, default 2) and ``steps``
+        (the chain length; see dpstats/mechanisms/kng.py).
+
+    Returns a :class:`~dpstats.results.DPRegressionResults` for one quantile,
+    a :class:`~dpstats.quantile_fits.DPQuantileFits` for a list.
+    """
+    quantiles = check_quantiles(q)
+    if isinstance(quantiles, float):
+        return _fit(
+            "quantreg", formula, data, eps, bounds, levels, method, delta, random_state, missing, options, q=quantiles
+        )
+    eps, delta = check_eps(eps), check_delta(delta)
+    rng = make_rng(random_state)  # one stream for all quantiles: their noise is independent
+    part, part_delta = eps / len(quantiles), delta / len(quantiles)
+    fits = []
+    for tau in quantiles:  # a plain loop: _fit finds the caller's namespace two frames up
+        fits.append(
+            _fit("quantreg", formula, data, part, bounds, levels, method, part_delta, rng, missing, options, q=tau)
+        )
+    split = tuple((f"q={tau:g}", part) for tau in quantiles)
+    spent = PrivacySpent(notion="pure" if delta == 0 else "approx", eps=eps, delta=delta, split=split)
+    return DPQuantileFits(quantiles=quantiles, fits=tuple(fits), privacy=spent)
+
+
 def _fit(
     estimator: str,
     formula: str,
@@ -62,6 +116,7 @@ def _fit(
     random_state: RandomState,
     missing: str,
     options: Mapping[str, object],
+    q: float | None = None,
 ) -> DPRegressionResults:
     eps = check_eps(eps)
     delta = check_delta(delta)
@@ -76,7 +131,8 @@ def _fit(
         formula, data, bounds, levels, caller_environment(2), need_bounds=spec.needs_bounds, missing=missing
     )
     spec.check_design(design)
-    release = spec.fit(design, PrivacyRequest(eps=eps, delta=delta), rng, **hyper)
+    quantile = {} if q is None else {"q": q}  # quantile regression: the mechanism's fit gets q
+    release = spec.fit(design, PrivacyRequest(eps=eps, delta=delta), rng, **hyper, **quantile)
     return DPRegressionResults(
         estimator=estimator,
         spec=formula_spec,

@@ -8,9 +8,33 @@ it (DESIGN.md section 1).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class FormulaVariables:
+    """The formula's own variables in one call, for mechanisms that work on
+    variables rather than on design columns (Lei 2011's perturbed histogram
+    bins each variable, not each dummy or interaction column).
+
+    ``frame`` holds the columns the formula uses after the row-wise
+    preparation of :func:`dpstats.formula.prepare_frame` (numeric ones clipped
+    to their declared bounds, categorical ones as Categoricals with their
+    declared levels); ``bounds`` and ``levels`` are the declared metadata and
+    ``eval_env`` the namespace the formula was evaluated in, so that the same
+    formula can be evaluated on public rows such as cell centres. Like the rest
+    of the :class:`Design` it lives only for the duration of the call.
+    """
+
+    formula: str
+    frame: Any
+    bounds: Mapping[str, tuple[float, float]]
+    levels: Mapping[str, tuple]
+    eval_env: Any
 
 
 @dataclass(frozen=True)
@@ -20,6 +44,8 @@ class Design:
     ``x_bounds[j]`` and ``y_bounds`` are derived from the declared bounds only;
     every row of ``X`` and ``y`` lies inside them (the data were clipped).
     ``intercept_index`` is the column of ones, if the formula has one.
+    ``variables`` (set by the formula front end, None for designs built from
+    arrays) are the formula's variables before patsy coded them.
     """
 
     y: np.ndarray
@@ -29,6 +55,7 @@ class Design:
     y_bounds: tuple[float, float] | None
     x_bounds: np.ndarray | None
     intercept_index: int | None
+    variables: FormulaVariables | None = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:

@@ -31,7 +31,7 @@ import patsy
 from patsy.build import _subterm_column_combinations
 from patsy.tokens import normalize_token_spacing
 
-from .design import Design
+from .design import Design, FormulaVariables
 from .intervals import Interval, UnboundedExpression, expression_bounds, product
 
 MISSING_POLICIES = ("raise", "midpoint")
@@ -184,6 +184,15 @@ def _formula_variables(formula: str, columns: pd.Index) -> tuple[list[str], list
         return names
 
     return used(desc.lhs_termlist), used(desc.rhs_termlist)
+
+
+def formula_variables(formula: str, columns: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The columns among ``columns`` that the formula's response and regressors use.
+
+    For mechanisms that work on the formula's variables (the perturbed
+    histogram fits a formula on a subset of its columns).
+    """
+    return _formula_variables(formula, pd.Index(list(columns)))
 
 
 # --------------------------------------------------------------------------
@@ -468,6 +477,7 @@ def build_design(
         y_bounds=y_bounds,
         x_bounds=x_bounds,
         intercept_index=intercept[0] if intercept else None,
+        variables=FormulaVariables(formula=formula, frame=frame, bounds=bounds, levels=levels, eval_env=eval_env),
     )
     rhs = formula.split("~", 1)[1]
     spec = FormulaSpec(

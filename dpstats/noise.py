@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +58,14 @@ class NoisyRelease:
     Gaussian). A Laplace release is ``eps``-DP (``rho`` is None); a Gaussian
     release is ``rho``-zCDP and is not eps-DP for any finite eps, so its
     ``eps`` is recorded as ``inf``.
+
+    An exponential-mechanism release (:func:`exponential_mechanism_release`)
+    records its utility on a fixed public grid as ``value``, its sensitivity in
+    ``"linf"`` and its budget ``eps``. A smooth-sensitivity release
+    (:func:`smooth_sensitivity_t_mechanism`) records the statistic, its
+    ``t``-smooth upper bound S as ``sensitivity`` (data-dependent by design:
+    the replay check is then ``S(D) <= e^t S(D')`` and
+    ``|value(D) - value(D')| <= S(D)``) and ``smooth_t = t``.
     """
 
     name: str
@@ -67,6 +75,7 @@ class NoisyRelease:
     noisy: np.ndarray
     norm: str
     rho: float | None = None
+    smooth_t: float | None = None
 
 
 @dataclass
@@ -106,6 +115,11 @@ def _record(release: NoisyRelease) -> np.ndarray:
     if recorder.forced is not None and index < len(recorder.forced):
         return np.asarray(recorder.forced[index], dtype=float)
     return release.noisy
+
+
+def is_recording() -> bool:
+    """True inside a :func:`recording` block: audit-only work (utility grids) may then be done."""
+    return _RECORDER.get() is not None
 
 
 # --------------------------------------------------------------------------
@@ -208,3 +222,136 @@ def exponential_mechanism_intervals(
     scores = scores + gumbel(rng, scores.shape)
     i = int(np.argmax(scores))
     return float(uniform(rng, edges[i], edges[i + 1]))
+
+
+def exponential_mechanism_release(
+    rng: np.random.Generator,
+    sampler: Callable[[np.random.Generator], float],
+    utility: Callable[[], np.ndarray],
+    sensitivity: float,
+    eps: float,
+    name: str,
+) -> float:
+    """Release one draw of an exponential mechanism, recorded for the audits.
+
+    ``sampler(rng)`` draws the output (density proportional to
+    ``exp(eps u / (2 sensitivity))``; its random draws go through this
+    module's primitives). ``utility()`` returns u on a fixed public grid of
+    outputs; it is evaluated only while :func:`recording`, so an ordinary fit
+    never pays for it. The record's norm is ``"linf"``: the replay checks
+    ``max_r |u_D(r) - u_D'(r)| <= sensitivity`` on the grid.
+    """
+    noisy = float(sampler(rng))
+    if not is_recording():
+        return noisy
+    value = np.asarray(utility(), dtype=float)
+    release = NoisyRelease(name, value, float(sensitivity), float(eps), np.asarray(noisy), "linf")
+    return float(_record(release))
+
+
+def smooth_sensitivity_t_mechanism(
+    rng: np.random.Generator,
+    value,
+    smooth_sensitivity: float,
+    s: float,
+    t: float,
+    df: float,
+    eps: float,
+    name: str,
+):
+    """Release ``value + (S / s) T`` with T standard Student-t(df) (Alabi et al. 2022, Alg. 5).
+
+    ``smooth_sensitivity`` S must be a ``t``-smooth upper bound on the local
+    sensitivity of the statistic; with ``t = eps beta / (df + 1)`` and
+    ``s = 2 sqrt(df) (eps - t (df + 1)) / (df + 1)`` the release is eps-DP
+    (Lemma 21, from Bun & Steinke 2019, Theorems 31 and 46).
+    """
+    value_arr = np.asarray(value, dtype=float)
+    noisy = value_arr + (smooth_sensitivity / s) * student_t(rng, df, value_arr.shape)
+    release = NoisyRelease(
+        name, value_arr.copy(), float(smooth_sensitivity), float(eps), np.asarray(noisy).copy(), "l1", smooth_t=float(t)
+    )
+    noisy = _record(release)
+    return noisy if np.ndim(noisy) else float(noisy)
+
+
+def log_space_choice(rng: np.random.Generator, log_weights: np.ndarray, size: int | None = None):
+    """Index ``i`` with probability proportional to ``exp(log_weights[i])``, by the Gumbel-max trick.
+
+    Works on the logarithms only (no exponentiation: no underflow or overflow
+    at any eps); ``-inf`` weights are never chosen. ``size`` independent draws
+    come back as an array, ``size=None`` as one int. At least one weight must
+    be finite (callers check this on their own terms before calling).
+    """
+    scores = np.asarray(log_weights, dtype=float).ravel()
+    if not np.any(np.isfinite(scores)):
+        raise ValueError("log_space_choice needs at least one finite log weight")
+    if size is None:
+        return int(np.argmax(scores + gumbel(rng, scores.shape)))
+    return np.argmax(scores[None, :] + gumbel(rng, (int(size), scores.size)), axis=1)
+
+
+def exponential_mechanism_point_release(
+    rng: np.random.Generator,
+    sampler: Callable[[np.random.Generator], np.ndarray],
+    utility_at: Callable[[np.ndarray], float],
+    sensitivity: float,
+    eps: float,
+    name: str,
+) -> np.ndarray:
+    """Release one draw of an exponential mechanism over a continuous space (a point of R^d).
+
+    ``sampler(rng)`` draws the point (its random draws go through this
+    module). With no public grid of outputs to score (Tukey depth, Amin et al.
+    2023), the record's ``value`` is the utility of the point actually
+    released, ``utility_at(point)``, filled in after any forced output is
+    applied: in a replay D' is scored at the point released on D, and the
+    check ``|u_D(y) - u_D'(y)| <= sensitivity`` (norm ``"linf"``) is the
+    utility's sensitivity at that y. Scored only while :func:`recording`.
+    """
+    point = np.asarray(sampler(rng), dtype=float)
+    if not is_recording():
+        return point
+    value = np.full(1, np.nan)  # filled below, once the released point is known
+    release = NoisyRelease(name, value, float(sensitivity), float(eps), point.copy(), "linf")
+    out = np.asarray(_record(release), dtype=float)
+    value[0] = float(utility_at(out))
+    return out
+
+
+# --------------------------------------------------------------------------
+# K-norm gradient mechanism (Reimherr & Awan 2019): primitives and the release
+# --------------------------------------------------------------------------
+
+
+def gamma(rng: np.random.Generator, shape: float, scale: float = 1.0, size: int | tuple[int, ...] | None = None):
+    """Gamma(shape, scale) draws (the radius of a K-norm mechanism draw)."""
+    return rng.gamma(shape, scale, size)
+
+
+def kng_release(
+    rng: np.random.Generator,
+    sampler: Callable[[np.random.Generator], np.ndarray],
+    utility: Callable[[], np.ndarray],
+    sensitivity: float,
+    eps: float,
+    name: str,
+) -> np.ndarray:
+    """Release one vector draw of the K-norm gradient mechanism, recorded for the audits.
+
+    ``sampler(rng)`` draws theta from the density proportional to
+    ``exp(-eps ||grad l(theta; D)||_K / (2 sensitivity))`` on the declared domain
+    (Reimherr & Awan 2019, Theorem 3.1); its random draws go through this
+    module's primitives (dpstats/mechanisms/kng_sampler.py). ``utility()``
+    returns ``||grad l(theta_p; D)||_K`` on a fixed public set of points
+    theta_p; it is evaluated only while :func:`recording`. As for
+    :func:`exponential_mechanism_release` the record's norm is ``"linf"``: the
+    replay checks ``max_p | ||grad l(theta_p; D)|| - ||grad l(theta_p; D')|| | <= sensitivity``,
+    the utility sensitivity that the proof of Theorem 3.1 reduces to.
+    """
+    noisy = np.asarray(sampler(rng), dtype=float)
+    if _RECORDER.get() is None:
+        return noisy
+    value = np.asarray(utility(), dtype=float)
+    release = NoisyRelease(name, value, float(sensitivity), float(eps), noisy.copy(), "linf")
+    return np.asarray(_record(release), dtype=float)

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from . import noisystats
+from . import gradient, histogram, kng, noisystats, theilsen, tukey
 from .base import MechanismSpec, PrivacyRequest, Release
 
 REGISTRY: dict[str, MechanismSpec] = {
@@ -19,6 +19,54 @@ REGISTRY: dict[str, MechanismSpec] = {
         needs_delta=False,
         options={},
         fit=noisystats.fit,
+    ),
+    "gradient": MechanismSpec(
+        name="gradient",
+        title="DP gradient descent (DPGradDescent: pure / approx / zCDP)",
+        citation="Alabi, McMillan, Sarathy, Smith, Vadhan (2022), Algorithms 6 and 7, Lemmas 22-24",
+        estimators=frozenset({"ols"}),
+        needs_bounds=True,
+        max_slopes=1,
+        needs_delta=False,
+        options=gradient.DEFAULTS,
+        fit=gradient.fit,
+        check_request=gradient.check_request,
+    ),
+    "theilsen": MechanismSpec(
+        name="theilsen",
+        title="DP Theil-Sen (median of pairwise predictions: exp / wide / smooth)",
+        citation="Alabi, McMillan, Sarathy, Smith, Vadhan (2022), Algorithms 2-5, Lemmas 5, 10, 20, 21",
+        estimators=frozenset({"ols"}),
+        needs_bounds=True,
+        max_slopes=1,
+        needs_delta=False,
+        options=theilsen.DEFAULTS,
+        fit=theilsen.fit,
+        check_request=theilsen.check_request,
+    ),
+    "histogram": MechanismSpec(
+        name="histogram",
+        title="Perturbed histogram (weighted fit on cell centres)",
+        citation="Lei (2011), Algorithm 1 with enhanced thresholding (section 4.2)",
+        estimators=frozenset({"ols", "quantreg"}),
+        needs_bounds=True,
+        max_slopes=None,
+        needs_delta=False,
+        options=histogram.DEFAULTS,
+        fit=histogram.fit,
+    ),
+    "kng": kng.SPEC,
+    "tukey": MechanismSpec(
+        name="tukey",
+        title="Tukey depth with propose-test-release (no data bounds)",
+        citation="Amin, Joseph, Ribero, Vassilvitskii (2023), Algorithm 2; Brown et al. (2021), Lemma 3.8",
+        estimators=frozenset({"ols"}),
+        needs_bounds=False,
+        max_slopes=None,
+        needs_delta=True,
+        options=tukey.DEFAULTS,
+        fit=tukey.fit,
+        check_request=tukey.check_request,
     ),
 }
 
@@ -40,8 +88,12 @@ def choose_auto(estimator: str) -> tuple[str, str]:
     The choice may use public information only (n, the number of regressors,
     eps, which metadata was declared). With one OLS mechanism available it is
     NoisyStats, the method Alabi et al. (2022, section 4.2.5) recommend when
-    the inputs' bounds are known.
+    the inputs' bounds are known. Quantile regression uses KNG, whose
+    asymptotic noise is negligible next to the sampling error (Reimherr & Awan
+    2019, section 4.5.1).
     """
+    if estimator == "quantreg":
+        return "kng", "KNG is the quantile-regression mechanism of Reimherr & Awan (2019, section 4.5)"
     if estimator != "ols":
         raise ValueError(f"no mechanism fits {estimator} in this version")
     return "noisystats", "the only OLS mechanism in this version"

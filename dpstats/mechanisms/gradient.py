@@ -1,0 +1,271 @@
+"""DP gradient descent for the predictions p25, p75 (Alabi et al. 2022, Algorithms 6 and 7).
+
+The model is simple linear regression on the data rescaled to [0, 1]^2 by the
+declared bounds (:class:`~dpstats.design.CenteredUnitScale`), parameterised
+by the predictions at x = 1/4 and x = 3/4: ``yhat(x) = 2 (p25 (3/4 - x) + p75 (x - 1/4))``.
+Each of T rounds computes the per-row gradient of ``(y - yhat)^2 / 2``,
+
+    g_i = ( 2 (yhat_i - y_i)(3/4 - x_i),  2 (yhat_i - y_i)(x_i - 1/4) ),
+
+clips every row's g_i to the box [-tau, tau]^2 BEFORE summing, adds noise to the
+sum, and takes the AdaGrad-norm step ``p <- p - Delta_t / sqrt(sum_{l <= t} ||Delta_l||^2)``.
+The output is the mean of the last T/2 iterates p^(T/2+1), ..., p^T; then
+slope = 2 (p75 - p25) and intercept = 1.5 p25 - 0.5 p75 on the unit scale,
+mapped back to the user's units (exact, since the model has an intercept).
+
+Two deliberate readings of the pseudo-code, both as in the authors' code:
+the paper prints the row term as ``2 (y_i - yhat)(...)`` and then steps
+``p - gamma Delta``, which is gradient *ascent*; the authors' code uses
+``yhat - y`` (descent), as here. The paper's return line averages p^(T/2) ..
+p^(T-1), which leaves the last noisy gradient unused; the authors' code (and
+this module) average the T/2 iterates after each update, p^(T/2+1) .. p^T.
+T must therefore be even (and >= 2).
+
+Sensitivity (replace-one). Every row's clipped contribution c_i lies in
+[-tau, tau]^2, whatever the iterate. Replacing one row changes the sum by
+c - c' with c, c' in that box, so each coordinate moves by at most 2 tau:
+L1 sensitivity 4 tau (Lemma 24) and L2 sensitivity 2 sqrt(2) tau (Lemma 22).
+Both are attained: at the iterate (-1, -1) with tau = 1 (yhat = -1 everywhere)
+the row (x, y) = (0, 1) contributes (-1, +1) and the row (1, 1) contributes
+(+1, -1). At the default start (0.5, 0.5) no row reaches the clip (|g| <= 3/4)
+and the worst pair moves the sum by (1.5, 0.5) in absolute value: the bound
+holds for every iterate, not only the start.
+
+Variants (option ``variant``):
+
+* ``"pure"`` (default; Algorithm 6, Lemma 24): each round releases the sum with
+  Laplace noise of scale 4 tau / (eps / T) per coordinate; eps-DP by basic
+  composition of T eps/T-DP releases.
+* ``"approx"`` (Algorithm 7 + Lemma 23): Gaussian noise with sigma = 2 tau /
+  sqrt(rho / T) per round (each round rho/T-zCDP, Lemma 22), with rho the
+  largest value whose conversion :func:`~dpstats.privacy.zcdp_to_approx_eps`
+  (Bun & Steinke 2016, Lemma 3.6 and Proposition 1.3) is at most eps at the
+  user's delta: (eps, delta)-DP.
+* ``"zcdp"`` (Algorithm 7 with rho = eps^2 / 2, the paper's DPGDzCDP): rho-zCDP.
+  The implied (eps', delta) is reported at the user's delta, or at
+  ``DEFAULT_REPORT_DELTA`` = 1e-6 if none was given (and said so in the caveats).
+
+Gradient descent releases no standard errors (see ``SE_NOTE``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from ..design import CenteredUnitScale, Design, place_coefficients
+from ..noise import gaussian_mechanism, laplace_mechanism
+from ..privacy import DEFAULT_REPORT_DELTA, PrivacySpent, approx_to_zcdp_rho, zcdp_to_approx_eps
+from .base import PrivacyRequest, Release
+
+VARIANTS = ("pure", "approx", "zcdp")
+#: Paper defaults (Table 1; start and step rule from the authors' code, notes/ALGORITHMS.md).
+DEFAULTS: dict[str, object] = {"variant": "pure", "T": 80, "tau": 1.0, "start": (0.5, 0.5)}
+
+SE_NOTE = (
+    "DP gradient descent releases no standard errors: its output is the average of noisy iterates "
+    "of an optimisation stopped after T steps, whose error mixes sampling error, privacy noise "
+    "propagated through the adaptive step rule, clipping bias and optimisation error, with no "
+    "closed form; a valid SE would need a separately budgeted computation. SEs, tests and "
+    "intervals are NaN."
+)
+
+#: A noisy release of one round's clipped gradient sum: (value, round index) -> noisy value.
+StepRelease = Callable[[np.ndarray, int], np.ndarray]
+
+
+def l1_sensitivity(tau: float) -> float:
+    """Replace-one L1 sensitivity of the clipped gradient sum: 4 tau (Lemma 24)."""
+    return 4.0 * tau
+
+
+def l2_sensitivity(tau: float) -> float:
+    """Replace-one L2 sensitivity of the clipped gradient sum: 2 sqrt(2) tau (Lemma 22)."""
+    return 2.0 * math.sqrt(2.0) * tau
+
+
+# --------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------
+
+
+def check_options(options: Mapping[str, object]) -> dict[str, object]:
+    """Validate the hyperparameters; return them normalised (unknown names are an error)."""
+    unknown = sorted(set(options) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown} for method='gradient' (known: {', '.join(sorted(DEFAULTS))})")
+    opts = {**DEFAULTS, **options}
+    variant = opts["variant"]
+    if not isinstance(variant, str) or variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {', '.join(map(repr, VARIANTS))} (got {variant!r})")
+    T = opts["T"]
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 2 or T % 2:
+        raise ValueError(f"T must be an even integer >= 2 (the output averages the last T/2 iterates); got {T!r}")
+    tau = opts["tau"]
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not math.isfinite(tau) or tau <= 0:
+        raise ValueError(f"tau (the clipping bound) must be a positive finite number; got {tau!r}")
+    start = opts["start"]
+    try:
+        start_pair = tuple(float(s) for s in start)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        start_pair = ()
+    if len(start_pair) != 2 or not all(math.isfinite(s) for s in start_pair):
+        raise ValueError(f"start must be two finite numbers (p25, p75) on the [0, 1] scale; got {start!r}")
+    return {"variant": variant, "T": int(T), "tau": float(tau), "start": start_pair}
+
+
+def check_request(delta: float, options: Mapping[str, object]) -> None:
+    """Check the options, and delta against the variant (before any data are read)."""
+    variant = check_options(options)["variant"]
+    if variant == "pure" and delta > 0:
+        raise ValueError(
+            "method='gradient' with variant='pure' is pure DP: delta must be 0 "
+            "(use variant='approx' for (eps, delta)-DP, or variant='zcdp')"
+        )
+    if variant == "approx" and delta == 0:
+        raise ValueError("method='gradient' with variant='approx' needs delta > 0")
+
+
+# --------------------------------------------------------------------------
+# The algorithm on the unit scale
+# --------------------------------------------------------------------------
+
+
+def clipped_gradient_sum(u: np.ndarray, v: np.ndarray, p: np.ndarray, tau: float) -> np.ndarray:
+    """Sum over rows of each row's gradient clipped to [-tau, tau]^2 (clip, then sum)."""
+    ab = np.empty((2, u.size))
+    np.subtract(0.75, u, out=ab[0])  # yhat = 2 (p25 (3/4 - x) + p75 (x - 1/4))
+    np.subtract(u, 0.25, out=ab[1])
+    r = (4.0 * float(p[0])) * ab[0] + (4.0 * float(p[1])) * ab[1] - 2.0 * v  # 2 (yhat - y)
+    ab *= r  # row i's gradient is column i: (r_i (3/4 - x_i), r_i (x_i - 1/4))
+    np.clip(ab, -tau, tau, out=ab)  # clip every row's contribution ...
+    return ab.sum(axis=1)  # ... before the sum
+
+
+def descend(
+    u: np.ndarray,
+    v: np.ndarray,
+    release: StepRelease,
+    T: int,
+    tau: float,
+    start: tuple[float, float],
+) -> np.ndarray:
+    """Run T noisy rounds; return the mean of the last T/2 iterates (p25, p75).
+
+    ``release(g, t)`` returns the noisy version of round t's clipped gradient
+    sum g. The step size uses released values only (post-processing); a round
+    whose cumulative squared norm is 0 (possible only with forced outputs)
+    does not move. Released values are capped at +-1e150 (post-processing, a
+    no-op at any budget where the output means anything) so that the sum of
+    squares cannot overflow.
+    """
+    p = np.array(start, dtype=float)
+    sum_sq = 0.0
+    tail = np.zeros(2)
+    for t in range(T):
+        noisy = np.clip(np.asarray(release(clipped_gradient_sum(u, v, p, tau), t), dtype=float), -1e150, 1e150)
+        sum_sq += float(noisy @ noisy)
+        if sum_sq > 0.0:
+            p = p - noisy / math.sqrt(sum_sq)
+        if t >= T // 2:
+            tail += p
+    return tail / (T // 2)
+
+
+def _check_noise_scale(scale: float, T: int) -> None:
+    """Refuse a budget so small that the per-round noise scale is not a finite float (public values only)."""
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"eps is too small for T = {T} rounds: the per-round noise scale overflows")
+
+
+def _release_rule(
+    variant: str, privacy: PrivacyRequest, T: int, tau: float, rng: np.random.Generator
+) -> tuple[StepRelease, PrivacySpent]:
+    """The per-round noisy release of ``variant`` and the record of what the T rounds spend."""
+    eps, delta = privacy.eps, privacy.delta
+    if variant == "pure":
+        _check_noise_scale(l1_sensitivity(tau) / (eps / T) if eps / T > 0 else math.inf, T)
+        spent = PrivacySpent(notion="pure", eps=eps, split=((f"{T} noisy gradients (eps/{T} each)", eps),))
+
+        def laplace_step(g: np.ndarray, t: int) -> np.ndarray:
+            return laplace_mechanism(rng, g, l1_sensitivity(tau), eps / T, f"gradient[{t}]")
+
+        return laplace_step, spent
+
+    if variant == "approx":
+        rho = approx_to_zcdp_rho(eps, delta)
+        spent = PrivacySpent(
+            notion="approx",
+            eps=eps,
+            delta=delta,
+            rho=rho,
+            split=((f"{T} noisy gradients (rho/{T} each, Gaussian)", rho),),
+            caveats=(
+                f"(eps, delta) from rho-zCDP with rho = {rho:.6g}, the largest rho whose conversion "
+                "(Bun & Steinke 2016, Lemma 3.6 / Prop. 1.3; Alabi et al. Lemma 23) gives at most eps at delta",
+            ),
+        )
+    else:
+        rho = eps**2 / 2.0
+        if rho == 0.0:
+            raise ValueError("eps is too small for variant='zcdp': rho = eps^2 / 2 underflows to 0")
+        report_delta = delta if delta > 0 else DEFAULT_REPORT_DELTA
+        caveats = [f"the call is rho-zCDP with rho = eps^2/2 = {rho:.6g}; eps here is not an eps-DP guarantee"]
+        if delta == 0:
+            caveats.append(f"implied (eps, delta) shown at the default delta = {DEFAULT_REPORT_DELTA:g} (none given)")
+        spent = PrivacySpent(
+            notion="zcdp",
+            eps=zcdp_to_approx_eps(rho, report_delta),
+            delta=report_delta,
+            rho=rho,
+            split=((f"{T} noisy gradients (rho/{T} each, Gaussian)", rho),),
+            caveats=tuple(caveats),
+        )
+
+    _check_noise_scale(l2_sensitivity(tau) / math.sqrt(2.0 * rho / T) if rho / T > 0 else math.inf, T)
+
+    def gaussian_step(g: np.ndarray, t: int) -> np.ndarray:
+        return gaussian_mechanism(rng, g, l2_sensitivity(tau), rho / T, f"gradient[{t}]")
+
+    return gaussian_step, spent
+
+
+def fit_unit(
+    u: np.ndarray,
+    v: np.ndarray,
+    privacy: PrivacyRequest,
+    rng: np.random.Generator,
+    **options: object,
+) -> tuple[np.ndarray, PrivacySpent]:
+    """(p25, p75) on the unit scale from ``u, v`` in [0, 1], and the privacy spent.
+
+    The core of :func:`fit` for callers that already hold unit-scale data
+    (benchmarks). Validates ``options`` and delta as :func:`check_request` does.
+    """
+    check_request(privacy.delta, options)
+    opts = check_options(options)
+    release, spent = _release_rule(opts["variant"], privacy, opts["T"], opts["tau"], rng)
+    p = descend(np.asarray(u, float), np.asarray(v, float), release, opts["T"], opts["tau"], opts["start"])
+    return p, spent
+
+
+def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **options: object) -> Release:
+    """DP gradient descent on ``design`` (one regressor plus intercept; module docstring)."""
+    if design.intercept_index is None or design.slope_indices.size != 1:
+        raise ValueError("method='gradient' fits one regressor plus an intercept (formula 'y ~ x')")
+    opts = check_options(options)
+    scale = CenteredUnitScale.from_design(design)
+    U, v = scale.transform(design)
+    (p25, p75), spent = fit_unit(U[:, 0], v, privacy, rng, **opts)
+    unit = np.array([1.5 * p25 - 0.5 * p75, 2.0 * (p75 - p25)])
+    theta = scale.jacobian() @ unit + scale.offset()
+    p = design.n_columns
+    return Release(
+        params=place_coefficients(design, theta[0], theta[1:]),
+        cov=np.full((p, p), np.nan),
+        privacy=spent,
+        se_note=SE_NOTE,
+        hyperparameters=opts,
+    )

@@ -1,0 +1,348 @@
+"""K-norm gradient mechanism (KNG) for least squares and quantile regression.
+
+Reimherr & Awan (2019), Theorem 3.1: if ``||grad l(theta; D) - grad l(theta; D')||_K <= Delta``
+for all neighbours D, D' and all theta in a convex domain Theta, the density
+``f_D(theta) ~ exp(-eps ||grad l(theta; D)||_K / (2 Delta))`` on Theta is eps-DP
+(the utility ``||grad l||_K / Delta`` has sensitivity 1 and this is the exponential
+mechanism). ``dp_ols(..., method="kng")`` uses the squared loss (section 4.2),
+``dp_quantreg(..., q=tau)`` the check loss (section 4.5).
+
+The scaled problem (section 4.2: "x and y pre-processed into [-1, 1]"). Every
+non-intercept design column and the response are mapped affinely onto [-1, 1]
+by their declared bounds: ``u_j = (x_j - m_j) / h_j``, ``v = (y - m_y) / h_y``
+with m the midpoint and h the half-width of the bounds; the intercept column
+stays 1. With an intercept this is an exact reparametrisation for both losses
+(least squares and quantile regression are equivariant under an invertible
+affine map of the regressors and a positive one of the response), and a fit
+``v = phi_0 + sum_j phi_j u_j`` is in the user's units
+``y = m_y + h_y phi_0 - sum_j s_j m_j + sum_j s_j x_j`` with ``s_j = h_y phi_j / h_j``
+(:class:`UnitBoxScale`). Without an intercept the maps are linear
+(``u_j = x_j / max(|lo_j|, |hi_j|)``, likewise y), so the columns lie in
+``[lo_j, hi_j] / max(|lo_j|, |hi_j|)``, inside [-1, 1].
+
+The domain. ``Theta = {phi : ||phi||_1 <= B}`` on the scaled problem
+(section 4.2). On the declared box ``max_u |phi_0 + sum_j phi_j u_j| = ||phi||_1``,
+so with an intercept ``||phi||_1 <= B`` says exactly: over the whole declared box
+of the regressors, the fitted regression function stays within ``B`` half-widths
+of the midpoint of the response's declared range. ``B = 1``: it stays inside the
+declared range of y; ``B = 2``: it may leave it by one half-width at the corners.
+Defaults: ``B = 1`` for least squares (the paper's section 4.3 choice; B enters
+the sensitivity) and ``B = 2`` for quantile regression (B does not enter the
+sensitivity there, so a generous domain costs little). The estimate always
+lies in Theta; if the non-private fit lies outside, KNG concentrates on the
+boundary, so declare bounds (or B) that contain the model.
+
+Sensitivities for replace-one neighbours on the scaled problem (the rows x_i
+range over the box of the scaled column bounds, ``|v_i| <= 1``; tight for the
+default linf norm, brute-forced on corner neighbours in tests/test_kng_privacy.py):
+
+* least squares (section 4.2): row i contributes ``2 (x_i'phi - v_i) x_i`` with
+  ``|x_i'phi - v_i| <= 1 + B C_inf`` (``C_inf = max_j max |u_j| = 1``), so
+  ``Delta = 2 * 2 (1 + B C_inf) C_K`` with ``C_K = sup ||x||_K`` over the box:
+  ``4 (1 + B)`` for linf, ``4 (1 + B) sqrt(d)`` for l2 and ``4 (1 + B) d`` for l1
+  with an intercept. For linf it is attained at ``phi = B e_j`` (a slope) by
+  moving a row from ``(u_j = 1, v = -1)`` to ``(u_j = -1, v = 1)``.
+* quantile regression (section 4.5): row i contributes ``w_i x_i`` with
+  ``w_i = 1{v_i <= x_i'phi} - tau`` in ``{-tau, 1 - tau}``; a replaced row
+  moves the gradient by ``a x - b x'`` with ``a, b`` in that set, so
+  ``Delta = max_{a, b} || (max_{x_j, x'_j in {lo_j, hi_j}} |a x_j - b x'_j|)_j ||_K``
+  (each coordinate's maximum is at the endpoints and the coordinates separate
+  for fixed a, b; exact on the box). With an intercept and linf this is
+  ``max(1, 2 max(tau, 1 - tau)) = 2 max(tau, 1 - tau)``; for the intercept
+  alone (a single quantile, section 4.5's eq. 3) it is 1: Smith's (2011) private
+  quantile. The paper's ``Delta = 2 (1 - tau) C_X`` understates it for
+  tau > 1/2 (two rows with ``w = -tau`` and opposite x move it by ``2 tau C_X``);
+  tests/test_kng_privacy.py shows the replay flagging that value.
+
+Sampling (dpstats/mechanisms/kng_sampler.py). In one dimension (an intercept
+only, or one regressor through the origin) the density is piecewise
+log-linear and is sampled exactly: the guarantee is Theorem 3.1's eps-DP. In
+two or more dimensions the draw is the state of a Markov chain after a number
+of steps fixed before the data are read, started at the centre of Theta, with a
+kernel that leaves the KNG density invariant; ``res.privacy.caveats`` states
+what that guarantees. KNG releases one draw: no private standard errors.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import noise
+from ..design import Design
+from ..privacy import PrivacySpent
+from . import kng_sampler
+from .base import MechanismSpec, PrivacyRequest, Release
+
+DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
+DEFAULT_B = {"ols": 1.0, "quantreg": 2.0}
+#: Chain length per dimension d >= 2: least squares (each step = one independence
+#: proposal + one hit-and-run move) and quantile regression (one hit-and-run move).
+STEPS_PER_DIMENSION = {"ols": 25, "quantreg": 150}
+#: Relative ridge of the independence proposal: lam = LAMBDA / (c B) keeps the
+#: proposal's log density within 2e-3 of the target's on Theta.
+LAMBDA = 1e-3
+
+SE_NOTE = (
+    "KNG releases one draw from its density: there are no private standard errors (SEs, tests and intervals are NaN)."
+)
+FLOAT_CAVEAT = "samplers use numpy floating point (not hardened against Mironov 2012 attacks)"
+
+
+# --------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------
+
+
+def check_norm(norm: object) -> str:
+    """The K-norm: ``"linf"`` (default, the paper's), ``"l2"`` or ``"l1"``."""
+    if norm not in kng_sampler.NORMS:
+        raise ValueError(f"norm must be one of {kng_sampler.NORMS}")
+    return str(norm)
+
+
+def check_B(B: object) -> float:
+    """The radius of the domain ``||phi||_1 <= B`` on the scaled problem: a positive finite number."""
+    if isinstance(B, bool | np.bool_) or not isinstance(B, numbers.Real) or not (0 < float(B) < math.inf):
+        raise ValueError(
+            "B (the radius of the domain ||theta||_1 <= B on the scaled problem) must be a positive number"
+        )
+    return float(B)
+
+
+def check_steps(steps: object) -> int:
+    """A positive integer chain length (None: the default for the dimension)."""
+    if isinstance(steps, bool | np.bool_) or not isinstance(steps, numbers.Integral) or int(steps) < 1:
+        raise ValueError("steps must be a positive integer (the chain length, fixed before the data are read)")
+    return int(steps)
+
+
+def check_quantile(q: object) -> float:
+    """A quantile strictly between 0 and 1."""
+    if isinstance(q, bool | np.bool_) or not isinstance(q, numbers.Real) or not 0.0 < float(q) < 1.0:
+        raise ValueError("q must be a number in (0, 1)")
+    return float(q)
+
+
+def check_request(delta: float, options: Mapping[str, object]) -> None:
+    """Validate delta and the options before any data are read (KNG is pure DP)."""
+    if delta > 0:
+        raise ValueError("method='kng' is pure DP: delta must be 0")
+    check_norm(options["norm"])
+    if options["B"] is not None:
+        check_B(options["B"])
+    if options["steps"] is not None:
+        check_steps(options["steps"])
+
+
+def default_steps(d: int, estimator: str) -> int:
+    """The chain length: 1 (an exact draw) in one dimension, else proportional to d."""
+    return 1 if d == 1 else STEPS_PER_DIMENSION[estimator] * d
+
+
+# --------------------------------------------------------------------------
+# The scaled problem
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UnitBoxScale:
+    """The affine map of the design onto [-1, 1] and back (module docstring)."""
+
+    intercept_index: int | None
+    x_mid: np.ndarray
+    x_half: np.ndarray
+    y_mid: float
+    y_half: float
+
+    @classmethod
+    def from_design(cls, design: Design) -> UnitBoxScale:
+        """From the design's declared (derived) bounds; raises if any is missing or infinite."""
+        xb, yb = design.x_bounds, design.y_bounds
+        if xb is None or yb is None or not (np.all(np.isfinite(xb)) and np.all(np.isfinite(yb))):
+            raise ValueError(
+                "method='kng' needs finite bounds for the response and every regressor: declare bounds=... "
+                "(otherwise C_X, the bound on ||x|| in the sensitivity, is unbounded)"
+            )
+        xb = np.asarray(xb, dtype=float)
+        lo, hi = xb[:, 0], xb[:, 1]
+        icpt = design.intercept_index
+        if icpt is None:
+            mid, half = np.zeros(lo.size), np.maximum(np.abs(lo), np.abs(hi))
+            y_mid, y_half = 0.0, max(abs(yb[0]), abs(yb[1]))
+        else:
+            mid, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+            mid[icpt], half[icpt] = 0.0, 1.0
+            y_mid, y_half = (yb[0] + yb[1]) / 2.0, (yb[1] - yb[0]) / 2.0
+        if np.any(half <= 0) or y_half <= 0:
+            raise ValueError("bounds: every design column and the response need bounds of positive width")
+        return cls(icpt, mid, half, float(y_mid), float(y_half))
+
+    def transform(self, design: Design) -> tuple[np.ndarray, np.ndarray]:
+        """The scaled design and response (a row-wise map: free)."""
+        return (design.X - self.x_mid) / self.x_half, (design.y - self.y_mid) / self.y_half
+
+    def column_bounds(self, design: Design) -> np.ndarray:
+        """Bounds of the scaled columns (the intercept's is [1, 1])."""
+        return (np.asarray(design.x_bounds, dtype=float) - self.x_mid[:, None]) / self.x_half[:, None]
+
+    def to_user(self, phi: np.ndarray) -> np.ndarray:
+        """Coefficients in the user's units from scaled ones (post-processing)."""
+        theta = self.y_half * phi / self.x_half
+        if self.intercept_index is not None:
+            slopes = np.arange(phi.size) != self.intercept_index
+            theta[self.intercept_index] = (
+                self.y_mid + self.y_half * phi[self.intercept_index] - theta[slopes] @ self.x_mid[slopes]
+            )
+        return theta
+
+    def to_scaled(self, theta: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`to_user` (to express a user-unit model on the scaled problem)."""
+        phi = np.asarray(theta, dtype=float) * self.x_half / self.y_half
+        if self.intercept_index is not None:
+            slopes = np.arange(phi.size) != self.intercept_index
+            phi[self.intercept_index] = (
+                theta[self.intercept_index] - self.y_mid + theta[slopes] @ self.x_mid[slopes]
+            ) / (self.y_half)
+        return phi
+
+
+# --------------------------------------------------------------------------
+# Sensitivities (module docstring)
+# --------------------------------------------------------------------------
+
+
+def _combine(per_coordinate: np.ndarray, norm: str) -> float:
+    return float(kng_sampler.k_norm(np.asarray(per_coordinate, dtype=float), norm))
+
+
+def box_norm(column_bounds: np.ndarray, norm: str) -> float:
+    """``C_K = sup ||x||_K`` over the box of the scaled column bounds."""
+    return _combine(np.abs(column_bounds).max(axis=1), norm)
+
+
+def least_squares_sensitivity(B: float, norm: str, column_bounds: np.ndarray) -> float:
+    """``Delta = 4 (1 + B C_inf) C_K``: section 4.2's bound for replace-one neighbours, |v| <= 1."""
+    return 4.0 * (1.0 + B * box_norm(column_bounds, "linf")) * box_norm(column_bounds, norm)
+
+
+def quantile_sensitivity(tau: float, norm: str, column_bounds: np.ndarray) -> float:
+    """Exact sup of ``||a x - b x'||_K`` over the box and ``a, b in {-tau, 1 - tau}`` (section 4.5)."""
+    lo, hi = column_bounds[:, 0], column_bounds[:, 1]
+    best = 0.0
+    for a in (-tau, 1.0 - tau):
+        for b in (-tau, 1.0 - tau):
+            ends = [np.abs(a * x - b * x2) for x in (lo, hi) for x2 in (lo, hi)]
+            best = max(best, _combine(np.max(ends, axis=0), norm))
+    return best
+
+
+# --------------------------------------------------------------------------
+# The mechanism
+# --------------------------------------------------------------------------
+
+
+def _caveats(d: int, steps: int, estimator: str, norm: str) -> tuple[str, ...]:
+    if d == 1:
+        return (
+            "exact sampler: in one dimension the KNG density is piecewise log-linear and is drawn exactly "
+            "(Gumbel-max over its pieces, then an inverse CDF), so Theorem 3.1's eps-DP holds as stated",
+            FLOAT_CAVEAT,
+        )
+    kernel = "hit-and-run with the exact conditional density on each line"
+    if estimator == "ols":
+        kernel += ", each move preceded by an independence proposal from the untruncated K-norm density"
+    if estimator == "ols" and norm == "l2":
+        kernel += f" (l2 line draws by rejection, at most {kng_sampler.L2_TRIES} tries, else the chain stays)"
+    return (
+        f"MCMC sampler: the estimate is the state after {steps} steps (fixed from d = {d}, never from the data) "
+        f"of a Markov chain started at the centre of the domain, whose kernel ({kernel}) leaves the KNG density "
+        "invariant. Theorem 3.1's eps-DP holds for that density; a draw whose law is within total variation eta of "
+        "it is (eps, eta (1 + e^eps))-DP. eta is not bounded by a proof: it is checked by goodness-of-fit tests "
+        "against the numerically normalised density in one and two dimensions (tests/test_kng_privacy.py)",
+        FLOAT_CAVEAT,
+    )
+
+
+def fit(
+    design: Design,
+    privacy: PrivacyRequest,
+    rng: np.random.Generator,
+    *,
+    norm: str = "linf",
+    B: float | None = None,
+    steps: int | None = None,
+    q: float | None = None,
+) -> Release:
+    """One KNG draw for ``design``: least squares when ``q`` is None, else the q-th quantile regression."""
+    norm = check_norm(norm)
+    estimator = "ols" if q is None else "quantreg"
+    tau = None if q is None else check_quantile(q)
+    B = DEFAULT_B[estimator] if B is None else check_B(B)
+    scale = UnitBoxScale.from_design(design)
+    X, v = scale.transform(design)
+    d = X.shape[1]
+    steps = default_steps(d, estimator) if steps is None else check_steps(steps)
+    if d == 1:
+        steps = 1
+    bounds = scale.column_bounds(design)
+    eps = privacy.eps
+    if tau is None:
+        delta = least_squares_sensitivity(B, norm, bounds)
+        target: kng_sampler.Target = kng_sampler.LeastSquaresTarget(X.T @ X, X.T @ v, eps / (2.0 * delta), norm)
+        lam = None if d == 1 else LAMBDA / (target.c * B)
+        name = "kng"
+    else:
+        delta = quantile_sensitivity(tau, norm, bounds)
+        target = kng_sampler.QuantileTarget(X, v, tau, eps / (2.0 * delta), norm)
+        lam = None
+        name = f"kng(q={tau:g})"
+    probes = kng_sampler.probe_points(d, B)
+    phi = noise.kng_release(
+        rng,
+        lambda r: kng_sampler.run_chains(r, target, d, B, steps, independence_lam=lam)[0],
+        lambda: target.utility(probes),
+        delta,
+        eps,
+        name,
+    )
+    spent = PrivacySpent(notion="pure", eps=eps, split=((name, eps),), caveats=_caveats(d, steps, estimator, norm))
+    hyper: dict[str, object] = {"norm": norm, "B": B, "steps": steps, "sensitivity": float(f"{delta:.6g}")}
+    if tau is not None:
+        hyper["q"] = tau
+    p = design.n_columns
+    return Release(
+        params=scale.to_user(np.asarray(phi, dtype=float).reshape(d)),
+        cov=np.full((p, p), np.nan),
+        privacy=spent,
+        se_note=SE_NOTE,
+        hyperparameters=hyper,
+    )
+
+
+@dataclass(frozen=True)
+class KNGSpec(MechanismSpec):
+    """The registry entry: any design shape, including an intercept only (a private quantile or mean)."""
+
+    def check_design(self, design: Design) -> None:
+        """KNG needs at least one column; an intercept alone is the exactly sampled one-dimensional case."""
+        if design.n_columns == 0:
+            raise ValueError("method='kng' needs at least one design column")
+
+
+SPEC = KNGSpec(
+    name="kng",
+    title="K-norm gradient mechanism (KNG)",
+    citation="Reimherr & Awan (2019), Theorem 3.1; linear regression section 4.2, quantile regression section 4.5",
+    estimators=frozenset({"ols", "quantreg"}),
+    needs_bounds=True,
+    max_slopes=None,
+    needs_delta=False,
+    options=DEFAULTS,
+    fit=fit,
+    check_request=check_request,
+)

@@ -1,0 +1,288 @@
+"""DP Theil-Sen for one regressor plus intercept (Alabi, McMillan, Sarathy, Smith, Vadhan 2022, Alg. 2-5).
+
+The data are mapped to [0, 1]^2 by the declared bounds
+(:class:`~dpstats.design.CenteredUnitScale`, an exact affine map since the
+model has an intercept). The mechanism releases the predictions at x = 1/4 and
+x = 3/4 of the x range, p25 and p75, each as a DP median of pairwise
+estimates (Algorithm 2), and derives slope = 2 (p75 - p25) and intercept =
+1.5 p25 - 0.5 p75 on the unit scale, mapped back to the user's units.
+
+Pairs (Algorithm 2, Lemma 20; :mod:`.matchings`). ``k`` perfect matchings of
+the circle-method decomposition of K_n are sampled without replacement after a
+uniformly random permutation of the rows; ``k="all"`` (the maximum: n - 1
+matchings for even n, n for odd n) is every pair. Odd n gets a phantom vertex
+(each row idles in one matching), never a truncation. One row enters at most
+L = min(k, n - 1) estimates: the Lipschitz constant of the pairing, by which
+the medians' budget is divided (Lemma 5).
+
+Budget. p25 and p75 share ``eps``: eps/2 each (the authors' code spent eps on
+each, so the pair cost 2 eps), reported in ``res.privacy.split``.
+
+Medians (option ``median``; :mod:`.dp_median`, :mod:`.smooth_sensitivity`):
+
+* ``"exp"``: exponential mechanism over the output range (Algorithm 3) at
+  eps/2 with utility sensitivity L (the paper's eps' = (eps/2)/k);
+* ``"wide"``: the theta-widened exponential mechanism (Algorithm 4);
+* ``"smooth"``: median + (S/s) T with T Student-t(df), S Lemma 10's t-smooth
+  bound for L changed estimates, t = (eps/2) beta/(df + 1) and
+  s = 2 sqrt(df) ((eps/2) - t (df + 1))/(df + 1) (Lemma 21). No division by L:
+  S already accounts for the L estimates one row moves.
+
+Both exponential medians are sampled exactly. Up to 65,536 estimates (k
+matchings, or all pairs for n <= 181) they are listed and Algorithm 3/4 runs
+literally (Gumbel-max over every interval); beyond, an adaptive rejection
+sampler needs only counts of estimates below a threshold. For all pairs with
+more than 16,384 pairs those counts come from an O(n log n) exact counting
+engine (:mod:`.pair_counting`) that never lists the n(n - 1)/2 estimates, so
+the all-pairs median costs about a dozen sorts of n numbers and O(n) memory.
+(The listed estimates are Algorithm 2's floating-point values; the counting
+engine compares the exact real estimates: the two mechanisms differ only by
+float rounding of the estimates, and each is exactly eps-DP.)
+
+Conventions (decided here, documented in the user guide):
+
+* ``output_range`` (r_l, r_u) is given in the units of y: the range searched
+  for each prediction. It must contain the declared bounds of y. The default
+  is Table 1's (-0.5, 1.5) on the unit scale, i.e. the bounds of y widened by
+  half their width on each side.
+* ``k`` defaults to all pairs for ``exp`` and ``wide`` and to 3 matchings for
+  ``smooth`` (Table 1 and the authors' code, notes/ALGORITHMS.md), capped at
+  the number of matchings for tiny n. ``k`` counts matchings: for odd n, all
+  pairs is k = n.
+* theta (default 0.01), df (default 3) and beta (default 1/2) are on the
+  unit scale / dimensionless, as in Table 1.
+
+No valid DP standard error exists for these estimates yet: SEs are NaN.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+
+from .. import noise
+from ..design import CenteredUnitScale, Design, place_coefficients
+from ..privacy import PrivacySpent
+from . import dp_median, matchings, smooth_sensitivity
+from .base import PrivacyRequest, Release
+from .pair_counting import AllPairsCounter
+from .pair_estimates import all_pairs, n_pairs, pair_estimates, pilot_estimates, valid_sorted
+
+DEFAULTS: dict[str, object] = {
+    "median": "exp",
+    "k": None,
+    "theta": 0.01,
+    "df": 3.0,
+    "beta": 0.5,
+    "output_range": None,
+}
+MEDIANS = ("exp", "wide", "smooth")
+DEFAULT_K: dict[str, int | str] = {"exp": matchings.ALL, "wide": matchings.ALL, "smooth": 3}
+TABLE1_UNIT_RANGE = (-0.5, 1.5)
+MAX_UNIT_RANGE = 1e9
+EXPLICIT_PAIRS_MAX = 1 << 14
+POINTS = (("p25", 0.25), ("p75", 0.75))
+SE_NOTE = (
+    "DP Theil-Sen releases no standard errors: no valid DP standard error for the private median of "
+    "pairwise estimates is available yet, so SEs, tests and intervals are NaN."
+)
+
+
+def _real(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def check_options(options: Mapping[str, object]) -> dict[str, object]:
+    """Validate the options that do not depend on the data's size or bounds; ValueError names the option."""
+    unknown = sorted(set(options) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown} for method='theilsen' (known: {', '.join(sorted(DEFAULTS))})")
+    opts = {**DEFAULTS, **options}
+    if opts["median"] not in MEDIANS:
+        raise ValueError(f"median must be one of {', '.join(map(repr, MEDIANS))}, got {opts['median']!r}")
+    if _real(opts["theta"], "theta") <= 0:
+        raise ValueError(f"theta must be > 0 (the widening of Algorithm 4), got {opts['theta']!r}")
+    if _real(opts["df"], "df") <= 0:
+        raise ValueError(f"df must be > 0 (Student-t degrees of freedom), got {opts['df']!r}")
+    beta = _real(opts["beta"], "beta")
+    if not 0.0 < beta < 1.0:
+        raise ValueError(f"beta must be in (0, 1) (Lemma 21 needs |t| (df + 1) < eps), got {opts['beta']!r}")
+    k = opts["k"]
+    named = k is None or (isinstance(k, str) and k == matchings.ALL)
+    if not named and (isinstance(k, bool) or not isinstance(k, numbers.Real) or not float(k).is_integer() or k < 1):
+        raise ValueError(f"k must be a positive integer (number of matchings) or 'all', got {k!r}")
+    rng_opt = opts["output_range"]
+    if rng_opt is not None:
+        try:
+            lo, hi = rng_opt  # type: ignore[misc]
+        except (TypeError, ValueError):
+            raise ValueError("output_range must be a pair (r_l, r_u) in the units of y") from None
+        if _real(lo, "output_range[0]") >= _real(hi, "output_range[1]"):
+            raise ValueError(f"output_range must have r_l < r_u, got {rng_opt!r}")
+    return opts
+
+
+def check_request(delta: float, options: Mapping[str, object]) -> None:
+    """Pure eps-DP: delta must be 0; the options are checked before any data are read."""
+    if delta > 0:
+        raise ValueError("method='theilsen' is pure DP: delta must be 0")
+    check_options(options)
+
+
+def unit_output_range(output_range: object, y_bounds: tuple[float, float]) -> tuple[float, float]:
+    """The output range on the unit scale of y; it must contain the declared bounds of y."""
+    y_lo, y_hi = float(y_bounds[0]), float(y_bounds[1])
+    width = y_hi - y_lo
+    if output_range is None:
+        return TABLE1_UNIT_RANGE
+    lo, hi = (float(v) for v in output_range)  # type: ignore[union-attr]
+    if lo > y_lo or hi < y_hi:
+        raise ValueError(
+            f"output_range ({lo:g}, {hi:g}) must contain the declared bounds of y ({y_lo:g}, {y_hi:g}): "
+            "it is the range searched for predictions, in the units of y"
+        )
+    unit = ((lo - y_lo) / width, (hi - y_lo) / width)
+    if max(abs(unit[0]), abs(unit[1])) > MAX_UNIT_RANGE:
+        raise ValueError("output_range is more than 1e9 times wider than the bounds of y")
+    return unit
+
+
+def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **options: object) -> Release:
+    """DP Theil-Sen on ``design`` (module docstring); options as in :data:`DEFAULTS`."""
+    opts = check_options(options)
+    if design.intercept_index is None:
+        raise ValueError("method='theilsen' needs an intercept (it estimates the line through p25 and p75)")
+    if design.slope_indices.size != 1:
+        raise ValueError("method='theilsen' fits one regressor plus intercept")
+    n = design.n
+    median = str(opts["median"])
+    k = matchings.resolve_k(opts["k"], n, DEFAULT_K[median])
+    lipschitz = matchings.lipschitz_constant(n, k)
+    lo, hi = unit_output_range(opts["output_range"], design.y_bounds)
+    scale = CenteredUnitScale.from_design(design)
+    u, v = scale.transform(design)
+    x = u[:, 0]
+    eps_each = privacy.eps / 2.0
+    everything = k == matchings.rounds_max(n)
+    counting = everything and median != "smooth" and n_pairs(n) > EXPLICIT_PAIRS_MAX
+    if everything:
+        pairs = all_pairs(n) if n_pairs(n) <= EXPLICIT_PAIRS_MAX else None
+    else:
+        pairs = matchings.sample_matchings(rng, n, k)
+
+    if counting:
+        order = np.lexsort((v, x))
+        x_sorted, v_sorted = x[order], v[order]
+    released = {}
+    for name, x0 in POINTS:
+        if median == "smooth":
+            released[name] = _smooth_release(rng, x, v, pairs, x0, lo, hi, lipschitz, eps_each, opts, name)
+        else:
+            theta = float(opts["theta"]) if median == "wide" else 0.0
+            if counting:
+                counter = AllPairsCounter(x_sorted, v_sorted, x0, presorted=True)
+                oracle = dp_median.CountingOracle(counter, pilot_estimates(x, v, x0))
+            else:
+                oracle = dp_median.SortedOracle(valid_sorted(_estimates(x, v, pairs, x0), lo, hi)[0])
+            released[name] = _exponential_release(rng, oracle, lo, hi, lipschitz, eps_each, theta, name)
+
+    p25, p75 = released["p25"], released["p75"]
+    coef_unit = np.array([1.5 * p25 - 0.5 * p75, 2.0 * (p75 - p25)])
+    theta_user = scale.jacobian() @ coef_unit + scale.offset()
+    p = design.n_columns
+    spent = PrivacySpent(notion="pure", eps=privacy.eps, split=(("p25", eps_each), ("p75", eps_each)))
+    hyper: dict[str, object] = {
+        "median": median,
+        "k": k,
+        "pairs": "all" if everything else f"{k} matchings",
+        "lipschitz": lipschitz,
+        "output_range": (scale.y_lo + scale.y_width * lo, scale.y_lo + scale.y_width * hi),
+    }
+    if median == "wide":
+        hyper["theta"] = float(opts["theta"])
+    if median == "smooth":
+        hyper.update(df=float(opts["df"]), beta=float(opts["beta"]))
+    return Release(
+        params=place_coefficients(design, float(theta_user[0]), theta_user[1:]),
+        cov=np.full((p, p), np.nan),
+        privacy=spent,
+        se_note=SE_NOTE,
+        noisy_stats={name: np.asarray(scale.y_lo + scale.y_width * released[name]) for name, _ in POINTS},
+        hyperparameters=hyper,
+    )
+
+
+def _estimates(x: np.ndarray, y: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], x0: float) -> np.ndarray:
+    return pair_estimates(x, y, pairs[0], pairs[1], x0)
+
+
+def _exponential_release(
+    rng: np.random.Generator,
+    oracle: dp_median.CountOracle,
+    lo: float,
+    hi: float,
+    lipschitz: int,
+    eps: float,
+    theta: float,
+    name: str,
+) -> float:
+    """Algorithm 3 (theta = 0) or 4 at budget eps with utility sensitivity ``lipschitz``, recorded."""
+
+    def sample(generator: np.random.Generator) -> float:
+        return dp_median.exponential_median(generator, oracle, lo, hi, eps, lipschitz, theta)
+
+    def utility() -> np.ndarray:
+        return dp_median.utility_on_grid(oracle, lo, hi, theta, dp_median.utility_grid(lo, hi))
+
+    return noise.exponential_mechanism_release(rng, sample, utility, lipschitz, eps, name)
+
+
+def _smooth_release(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    y: np.ndarray,
+    pairs: tuple[np.ndarray, np.ndarray] | None,
+    x0: float,
+    lo: float,
+    hi: float,
+    lipschitz: int,
+    eps: float,
+    opts: Mapping[str, object],
+    name: str,
+) -> float:
+    """Algorithm 5 with Lemma 10's smooth sensitivity and Lemma 21's parameters, recorded."""
+    df, beta = float(opts["df"]), float(opts["beta"])
+    t, s = smooth_sensitivity.student_t_parameters(eps, df, beta)
+    z = _estimates(x, y, pairs, x0) if pairs is not None else _all_pair_estimates(x, y, x0)
+    values, undefined = valid_sorted(z, lo, hi)
+    del z
+    w = smooth_sensitivity.DoubledVector(values, undefined, lo, hi)
+    bound = smooth_sensitivity.smooth_sensitivity(w, lipschitz, t)
+    return float(noise.smooth_sensitivity_t_mechanism(rng, w.median(), bound, s, t, df, eps, name))
+
+
+def _all_pair_estimates(x: np.ndarray, y: np.ndarray, x0: float, chunk: int = 1 << 20) -> np.ndarray:
+    """Every pair's estimate, in row blocks of about ``chunk`` pairs (bounded temporary memory)."""
+    n = x.size
+    out = np.empty(n_pairs(n))
+    start = 0
+    row = 0
+    while row < n - 1:
+        rows = [row]
+        size = n - 1 - row
+        while rows[-1] + 1 < n - 1 and size + (n - 2 - rows[-1]) <= chunk:
+            rows.append(rows[-1] + 1)
+            size += n - 1 - rows[-1]
+        r = np.asarray(rows)
+        counts = n - 1 - r
+        i = np.repeat(r, counts)
+        j = np.arange(size) - np.repeat(np.cumsum(counts) - counts, counts) + i + 1
+        out[start : start + size] = pair_estimates(x, y, i, j, x0)
+        start += size
+        row = rows[-1] + 1
+    return out

@@ -1,0 +1,217 @@
+"""Tukey depth with propose-test-release: multivariate OLS without data bounds.
+
+Amin, Joseph, Ribero, Vassilvitskii (2023), "Easy differentially private linear
+regression", Algorithm 2 (DPTukey), with the propose-test-release (PTR) step of
+Brown, Gaboardi, Smith, Ullman, Zakynthinou (2021), Algorithm 1 and Lemma 3.8.
+``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None)``:
+
+1. Partition (tukey_models.py): a uniformly random permutation, drawn through
+   dpstats/noise.py, splits the n rows into m disjoint batches of ``floor(n/m)``
+   or ``ceil(n/m)`` rows; OLS on each batch gives m models in R^d (d design
+   columns, intercept included), their ties broken by a tiny jitter.
+   ``floor(n/m) >= d`` is required.
+2. Approximate Tukey depth T on axis-aligned boxes and the volumes V_i of the
+   regions of depth >= i, all in log space (tukey_depth.py; Definition 2.5,
+   Lemma 3.3).
+3. PTR with eps1 = eps/2: the distance lower bound D (below) is released as
+   ``D + Lap(1/eps1)`` (:func:`~dpstats.noise.laplace_mechanism`, sensitivity 1)
+   and the test passes iff the noisy value exceeds ``log(1/(2 delta)) / eps1``.
+   A refused test is the paper's ⊥: a failed result with NaN estimates, the
+   budget spent. (The public code draws the noise with scale eps1 instead of
+   1/eps1 and returns a zero vector on failure: neither is copied.)
+4. Restricted exponential mechanism with eps2 = eps/2: a point y with density
+   proportional to ``exp(beta T(y))`` on ``{T >= t}``, ``beta = eps2/2``,
+   ``t = floor(floor(m/2)/2)``, sampled exactly (a depth shell piece by
+   Gumbel-max in log space, then a uniform point in it; Lemma 3.9).
+
+Privacy: (eps, delta)-DP for replace-one neighbours with public n (DESIGN.md
+section 2), proved directly below rather than by group privacy.
+
+(a) Reduction to models. The partition and the tie-breaking jitter are drawn
+independently of the data; fix them. Each model is a function of its own batch
+and its own jitter draw, so replacing row r changes only the model of r's
+batch: the model multisets Y, Y' (m points each, m public) differ by the
+*replacement* of at most one point. A mixture, with data-independent weights,
+of (eps, delta)-DP mechanisms is (eps, delta)-DP, so it suffices that steps 2-4
+are (eps, delta)-DP when one of the m points is replaced. This is a
+replacement, not an addition or removal: Amin et al. prove add/remove DP,
+where depth is monotone (adding a point never lowers it) and the exponential
+mechanism may drop its factor 2 (their Appendix 7.3). Under replacement the
+depth goes up in some places and down in others, so the factor 2 returns:
+hence ``beta = eps2/2`` (tests/test_tukey_privacy.py shows that ``beta = eps2``
+is not eps2-DP on a worst pair). The alternative, group privacy over remove +
+add, would run the add/remove mechanism at (eps/2, delta/(1 + e^(eps/2))): the
+same beta = eps/4, but only eps/4 for the PTR test and a smaller delta. The
+direct proof gives the test eps/2 and the full delta.
+
+(b) Depth under replacement. Every halfspace count changes by -1, 0 or +1, so
+``|T_Y - T_Y'| <= 1`` everywhere and ``V_{i+1}(Y) <= V_i(Y') <= V_{i-1}(Y)``.
+
+(c) Safety (our derivation for replacement, after Brown et al. 2021, Lemma 3.8,
+and Amin et al. 2023, Lemma 3.6). Let ``p_Y = e^{beta T} 1{T >= t} / Z_Y`` and
+Y ~ Y'. Split any set S by ``T' >= t``:
+
+* on ``{T >= t > T'}``, T = t (as ``T' >= T - 1``): mass at most ``e^{beta t} V_t(Y) / Z_Y``;
+* on ``{T' >= t}``, ``p_Y <= e^beta (Z_Y' / Z_Y) p_Y'``, and since ``{T' >= t}`` lies in
+  ``{T >= t-1}``, ``Z_Y' <= e^beta (Z_Y + e^{beta(t-1)} vol{T = t-1})``; so this part is
+  at most ``e^{2 beta} (1 + x) P_Y'(S) <= e^{2 beta} P_Y'(S) + e^{2 beta} x`` with
+  ``x = e^{beta(t-1)} vol{T = t-1} / Z_Y``.
+
+With ``vol{T = t-1}, V_t <= V_{t-1}`` and ``Z_Y >= e^{beta(t+g)} V_{t+g}(Y)`` for any
+integer g >= 0, for every g:
+
+    P_Y(S) <= e^{2 beta} P_Y'(S) + (1 + e^beta) e^{-beta g} V_{t-1}(Y) / V_{t+g}(Y).
+
+(d) The statistic (:func:`~dpstats.mechanisms.tukey_depth.distance_to_unsafety`):
+``D(Y) = 1 + max{k >= 0 : exists g >= 0, log V_{t-k-2} - log V_{t+k+g+1} - beta g <= log(delta / (1 + e^beta))}``
+(0 if no k qualifies). If D(Y) >= k + 1, every Z within k replacements of Y is
+safe: Z and any neighbour Z' of it are within k + 1 of Y, so by (b)
+``V_{t-1}(Z) <= V_{t-k-2}(Y)`` and ``V_{t+g}(Z) >= V_{t+k+g+1}(Y)``, and (c) gives
+``P_Z(S) <= e^{eps2} P_Z'(S) + delta`` in both directions. So D is a lower bound on
+the number of replacements that reach an unsafe multiset, and ``D = 0`` on an
+unsafe one. D is 1-sensitive: a pair (k, g) that qualifies for Y qualifies as
+(k - 1, g) for Y' by (b). (Floating point: the sandwich holds exactly for the
+computed log volumes, see tukey_depth.py, so this holds for the code too.)
+
+(e) PTR. For neighbours Y, Y' and any event S of the whole output (noisy D,
+then ⊥ or the point): if Y is safe, ``P[M(Y) in S] <= e^{eps1+eps2} P[M(Y') in S] + delta``
+(the test is eps1-DP, the sampler (eps2, delta)-indistinguishable); if Y is
+unsafe, D(Y) = 0 and the test passes with probability
+``P[Lap(1/eps1) > log(1/(2 delta))/eps1] = delta`` (at most delta when delta > 1/2), so
+``P[M(Y) in S] <= e^{eps1} P[M(Y') in S] + delta``. Hence (eps, delta)-DP.
+
+Differences from the public code (notes/ALGORITHMS.md): its statistic is our
+D - 1 (-1 meaning unsafe) and compared with the same threshold, so it is one
+unit more conservative; it uses ``V_{t-k-1}``, g >= 1 and
+``log(delta / (8 e^{eps1}))``, which follow Brown et al.'s constants, while the
+derivation above, for replacement neighbours, needs ``V_{t-k-2}`` and gives the
+constant ``1 + e^beta``. The condition is "there exists g" (Brown et al. and
+the public code's minimum over g; notes/ALGORITHMS.md's "for every g" is a
+slip). Ties between models (a rare dummy absent from most batches has the
+coefficient 0 in all of them) are broken by a data-independent jitter of
+relative size 1e-12 (tukey_models.break_ties; the public code adds an
+absolute 1e-10); a zero volume that remains is exact (log -inf, so D = 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..design import Design
+from ..noise import exponential_mechanism_point_release, laplace_mechanism
+from ..privacy import PrivacySpent
+from . import tukey_depth as td
+from .base import PrivacyRequest, Release, failed_release
+from .tukey_m import MIN_MODELS, default_m
+from .tukey_models import partition_models
+
+DEFAULTS: dict[str, object] = {"m": None}
+
+SE_NOTE = (
+    "The Tukey mechanism releases one point of high depth among m OLS fits on disjoint batches; "
+    "it has no private standard error (the spread of the m fits is private). SEs, tests and "
+    "intervals are NaN."
+)
+PTR_FAILED = (
+    "propose-test-release refused: the noisy distance to unsafety was below the threshold "
+    "log(1/(2 delta))/eps1 (the paper's failure output; more rows per model or a larger eps helps)"
+)
+EMPTY_REGION = "the region of depth >= t has zero volume (tied models); no point could be sampled"
+DISTANCE = "distance to unsafety (lower bound)"
+SAMPLE = "restricted exponential mechanism (Tukey depth)"
+
+
+def check_request(delta: float, options: Mapping[str, object]) -> None:
+    """Schema checks before the data are read: delta > 0 and a valid ``m``."""
+    if delta == 0:
+        raise ValueError("method='tukey' is approximate DP (propose-test-release): it needs delta > 0")
+    m = options.get("m")
+    if m is None:
+        return
+    if isinstance(m, bool) or not isinstance(m, int | np.integer):
+        raise TypeError("m (the number of models) must be None or an integer")
+    if m < MIN_MODELS:
+        raise ValueError(f"m must be at least {MIN_MODELS}: with fewer models the PTR test can never pass")
+
+
+def check_models(n: int, d: int, m: int) -> None:
+    """An explicit error when the batches would hold fewer rows than the design has columns."""
+    if n // m < d:
+        raise ValueError(
+            f"m={m} models on n={n} rows leave floor(n/m)={n // m} rows per model, fewer than the "
+            f"d={d} design columns; choose m <= {n // d}"
+        )
+
+
+def ptr_threshold(eps1: float, delta: float) -> float:
+    """``log(1/(2 delta)) / eps1``: an unsafe multiset (D = 0) passes with probability delta."""
+    return math.log(1.0 / (2.0 * delta)) / eps1
+
+
+def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, m: int | None = None) -> Release:
+    """Run the Tukey mechanism on ``design`` (see the module docstring)."""
+    n, d = design.n, design.n_columns
+    rule = "given" if m is not None else "default"
+    m = int(m) if m is not None else default_m(n, d, privacy.eps, privacy.delta)
+    check_models(n, d, m)
+    models = partition_models(design.X, design.y, m, rng)
+    point, stats, info = release_from_models(models, privacy, rng)
+    info = {"m": m, "m rule": rule, "rows per model": n // m, **info}
+    spent = privacy_spent(privacy)
+    if point is None:
+        return failed_release(d, spent, info.pop("reason"), SE_NOTE, noisy_stats=stats, hyperparameters=info)
+    return Release(
+        params=point,
+        cov=np.full((d, d), np.nan),
+        privacy=spent,
+        se_note=SE_NOTE,
+        noisy_stats=stats,
+        hyperparameters=info,
+    )
+
+
+def privacy_spent(privacy: PrivacyRequest) -> PrivacySpent:
+    """The record of the call: eps/2 to the test, eps/2 to the sampler, delta in the test."""
+    eps = privacy.eps
+    return PrivacySpent(
+        notion="approx",
+        eps=eps,
+        delta=privacy.delta,
+        split=((DISTANCE, eps / 2), (SAMPLE, eps / 2)),
+    )
+
+
+def release_from_models(
+    models: np.ndarray, privacy: PrivacyRequest, rng: np.random.Generator
+) -> tuple[np.ndarray | None, dict[str, np.ndarray], dict[str, object]]:
+    """Steps 2-4 on the ``(m, d)`` models: the point (None on ⊥), the noisy statistic, and notes.
+
+    This is the mechanism the privacy proof is about (replace one of the m
+    points); :func:`fit` adds the data-independent partition in front of it.
+    """
+    m = models.shape[0]
+    eps1 = eps2 = privacy.eps / 2
+    beta = eps2 / 2
+    t = td.restricted_depth(m)
+    P = td.sorted_projections(models)
+    distance = td.distance_to_unsafety(td.log_volumes(td.log_side_lengths(P)), t, beta, privacy.delta)
+    noisy = laplace_mechanism(rng, float(distance), 1.0, eps1, DISTANCE)  # scale 1/eps1
+    threshold = ptr_threshold(eps1, privacy.delta)
+    stats = {"PTR distance (noisy)": np.asarray(noisy), "PTR threshold": np.asarray(threshold)}
+    info: dict[str, object] = {"t": t}
+    if not noisy > threshold:
+        return None, stats, {**info, "reason": PTR_FAILED}
+    if not td.restricted_mass_is_positive(P, t):  # only when D = 0 passed: probability <= delta
+        return None, stats, {**info, "reason": EMPTY_REGION}
+    point = exponential_mechanism_point_release(
+        rng,
+        lambda g: td.sample_restricted(g, P, t, beta),
+        lambda y: td.depth(P, y),
+        1.0,
+        eps2,
+        SAMPLE,
+    )
+    return point, stats, info

@@ -1,0 +1,108 @@
+"""Step 1 of the Tukey mechanism: m OLS models on a random partition of the rows.
+
+Amin, Joseph, Ribero, Vassilvitskii (2023), Algorithm 2, lines 1-4: shuffle the
+rows, split them into m disjoint batches and fit OLS on each. Here every row
+is used: the batches hold ``floor(n/m)`` or ``ceil(n/m)`` rows (the public code
+drops the ``n mod m`` left over). The permutation is drawn through
+dpstats/noise.py and does not depend on the data.
+
+What the privacy proof needs (dpstats/mechanisms/tukey.py): each model is a
+function of its own batch only, computed the same way whatever the other
+batches hold, so that replacing one row changes at most one model. Hence no
+data-dependent switch between solvers for the whole stack (such as a batched
+``np.linalg.solve`` that falls back to ``pinv`` when one batch is singular):
+each batch is solved by the same vectorised elimination, which drops a
+column that is (numerically) a combination of the earlier ones *in that batch*
+and sets its coefficient to 0 (R's ``lm`` reports such aliased coefficients as
+NA). A batch whose normal equations are not finite (a row with an infinite
+value, or values so large that X'X overflows) gets the zero model, and every
+model is clipped to ``[-MODEL_LIMIT, MODEL_LIMIT]``: maps of one batch or one
+model, so free, and every log volume downstream is finite or -inf, never NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import noise
+
+#: Models are clipped to +-MODEL_LIMIT, so that box side lengths and their logs stay finite.
+MODEL_LIMIT = 1e150
+#: Tie-breaking jitter: each model coordinate v moves by U(0, 1) x (JITTER_RELATIVE |v| + JITTER_ABSOLUTE).
+JITTER_RELATIVE = 1e-12
+JITTER_ABSOLUTE = 1e-290
+#: A pivot below PIVOT_TOL x its diagonal (1 - R^2 of the column on the earlier ones) drops the column.
+PIVOT_TOL = 1e-10
+
+
+def batch_layout(n: int, m: int) -> tuple[int, int]:
+    """``(b, r)``: r batches of ``b + 1`` rows and ``m - r`` of b rows (``n = m b + r``)."""
+    return divmod(n, m)
+
+
+def partition_models(X: np.ndarray, y: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+    """``(m, d)``: OLS coefficients on m disjoint batches of a uniformly random partition of the rows.
+
+    The first r batches take ``b + 1`` rows and the others b (``n = m b + r``).
+    The models are returned with their ties broken (:func:`break_ties`).
+    """
+    n = X.shape[0]
+    b, r = batch_layout(n, m)
+    order = noise.permutation(rng, n)
+    stacks = (order[: r * (b + 1)].reshape(r, b + 1), order[r * (b + 1) :].reshape(m - r, b))
+    models = np.vstack([batch_ols(np.take(X, rows, axis=0), np.take(y, rows)) for rows in stacks])
+    return break_ties(models, rng)
+
+
+def break_ties(models: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Move every coordinate by a tiny uniform amount, so that tied models no longer tie.
+
+    Exact ties are common: a rare dummy absent from most batches gets the
+    coefficient 0 in all of them, and then the depth boxes are flat (zero
+    volume) and the test cannot pass. Amin et al.'s code adds ``1e-10 U(0,1)``;
+    a fixed absolute size would swamp coefficients measured in large units,
+    so here the move is relative (``1e-12 |v|``) plus ``1e-290`` for exact
+    zeros. The draws do not depend on the data and each model moves by a
+    function of itself only, so replacing a row still changes one model.
+    """
+    u = noise.uniform(rng, 0.0, 1.0, models.shape)
+    return models + u * (JITTER_RELATIVE * np.abs(models) + JITTER_ABSOLUTE)
+
+
+def batch_ols(Xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+    """OLS of each batch: ``Xb`` is ``(k, b, d)``, ``yb`` is ``(k, b)``; returns ``(k, d)``.
+
+    The normal equations of each batch (batch axis last, so that every step
+    below is one vectorised operation) are solved by Gaussian elimination
+    without pivoting: they are positive semi-definite, and the elimination is
+    invariant to the columns' scales. A column whose pivot falls below
+    ``PIVOT_TOL`` times its diagonal (1 - R^2 on the earlier columns) is
+    dropped from that batch, with coefficient 0; so is an all-zero column.
+    """
+    k, _, d = Xb.shape
+    with np.errstate(all="ignore"):
+        G = np.empty((d, d, k))
+        np.matmul(Xb.transpose(0, 2, 1), Xb, out=G.transpose(2, 0, 1))
+        rhs = np.empty((d, k))
+        np.matmul(Xb.transpose(0, 2, 1), yb[:, :, None], out=rhs.T[:, :, None])
+        bad = ~(np.isfinite(G).all(axis=(0, 1)) & np.isfinite(rhs).all(axis=0))
+        G[:, :, bad], rhs[:, bad] = 0.0, 0.0
+        coef = _eliminate(G, rhs, np.einsum("iik->ik", G).copy()).T
+        coef = np.where(np.isnan(coef), 0.0, coef)
+        return np.clip(coef, -MODEL_LIMIT, MODEL_LIMIT)
+
+
+def _eliminate(A: np.ndarray, rhs: np.ndarray, diag: np.ndarray) -> np.ndarray:
+    """Solve ``A x = rhs`` in place for every batch (``A`` is ``(d, d, k)``), dropping weak pivots."""
+    d, _, k = A.shape
+    pivots = np.ones((d, k))
+    for p in range(d):
+        good = A[p, p] > PIVOT_TOL * diag[p]
+        pivots[p] = np.where(good, A[p, p], np.inf)  # x_p = 0 for a dropped column
+        factor = A[p + 1 :, p] * (good / pivots[p])
+        A[p + 1 :, p + 1 :] -= factor[:, None, :] * A[p, None, p + 1 :]
+        rhs[p + 1 :] -= factor * rhs[p]
+    x = np.zeros((d, k))
+    for p in range(d - 1, -1, -1):
+        x[p] = (rhs[p] - (A[p, p + 1 :] * x[p + 1 :]).sum(axis=0)) / pivots[p]
+    return x

@@ -1,0 +1,273 @@
+"""Privacy audit of the perturbed histogram (Lei 2011, section 2.2 and Lemma 2).
+
+PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in
+dpstats/audit:
+
+1. Replay (deterministic): on the 48 corner neighbours of [0, 1]^2 and on
+   formula-built neighbours that move one row across categorical levels and
+   bins, the vector of cell counts moves by at most 2 in L1 (one count down
+   by 1, another up by 1), every cell by at most 1, and the worst pair
+   reaches 2 (ratio 1: the pairs are adversarial and the sensitivity is
+   tight). With the noisy counts forced, D and D' give the same final
+   release (the fits are post-processing).
+2. Goodness of fit of the histogram's noise (noisy minus true counts, 100,000
+   cells) against Laplace(2 / eps), and the same test rejects the noise drawn
+   at eps x 0.7 and eps x 1.3 (its power). alpha = 1e-6 per test.
+3. Gray-box audit of the count vector on the worst pair at eps = 1, 50,000
+   runs a side (batched), with the Laplace log-likelihood-ratio statistic:
+   the correct release stays within its claim (false failure <= alpha =
+   1e-6); measured eps_lb 0.83-0.87 over 5 seeds.
+4. Canaries the audits must flag: the noise halved (really 2 eps: gray-box,
+   measured eps_lb 1.75), the sensitivity understated as 1 (replay, and
+   gray-box with eps_lb 1.75), and a histogram that leaves empty cells without noise (the
+   replay sees the data reach the output outside the noise primitive).
+5. No raw data in the release: pickles of the histogram and of its fits hold
+   no array of length n and none of the sentinel values planted in the data.
+
+Everything is seeded; the statistical assertions state their false-failure
+probability.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import struct
+from collections.abc import Iterator, Mapping
+from unittest import mock
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import dpstats
+from dpstats import histogram as hg
+from dpstats.audit import (
+    GrayBoxSamples,
+    NeighbourPair,
+    audit_sampler,
+    corner_pairs,
+    graybox_audit,
+    replay,
+    run_recorded,
+    understated_sensitivity,
+    weaker_noise,
+)
+from dpstats.formula import build_design, caller_environment
+from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms import histogram as mech
+
+NAME = "histogram counts"
+ALPHA = 1e-6
+UNIT = [(0.0, 1.0)]
+CORNERS = corner_pairs(10, UNIT, (0.0, 1.0))
+PRIVACY = PrivacyRequest(eps=1.0)
+OPTIONS = {"bins": 2}  # 4 cells: each corner its own cell
+BOUNDS = {"y": (0.0, 10.0), "x": (0.0, 10.0)}
+LEVELS = {"g": ["a", "b", "c"]}
+
+
+def _formula_pairs() -> list[NeighbourPair]:
+    """Neighbours through the formula front end: the last row moves across levels and bins."""
+    base = pd.DataFrame({"y": [1.0, 9.0, 5.0, 2.0, 7.0, 3.0], "x": [0.5, 9.5, 5.0, 2.0, 8.0, 4.0]})
+    base["g"] = ["a", "b", "c", "a", "b", "c"]
+    moves = [(1.0, 1.0, "a"), (9.9, 9.9, "c"), (1.0, 9.0, "b"), (5.0, 5.0, "a"), (20.0, -3.0, "c")]
+    pairs = []
+    for i, old in enumerate(moves):
+        for new in moves[i + 1 :]:
+            d, d_prime = base.copy(), base.copy()
+            d.loc[5, ["y", "x", "g"]] = list(old)
+            d_prime.loc[5, ["y", "x", "g"]] = list(new)
+            designs = [build_design("y ~ x + C(g)", f, BOUNDS, LEVELS, caller_environment(0))[0] for f in (d, d_prime)]
+            pairs.append(NeighbourPair(f"last row {old} -> {new}", *designs))
+    return pairs + [p.swapped() for p in pairs]
+
+
+# --------------------------------------------------------------------------
+# 1. Replay
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options",
+    [OPTIONS, {}, {"bins": 2, "threshold": "none"}, {"bins": 2, "q": 0.5}, {"bins": 3, "q": 0.3, "response": "centre"}],
+)
+def test_replay_on_corner_pairs_sensitivity_two_and_tight(options: dict) -> None:
+    report = replay(mech.fit, CORNERS, PRIVACY, seeds=range(2), options=options)
+    report.assert_sound(min_ratio=0.9, names=[NAME])
+    assert list(report.releases) == [NAME]  # one private step, nothing else drawn
+    worst = report.releases[NAME]
+    assert worst.sensitivity == 2.0 and worst.norm == "l1" and worst.max_ratio == pytest.approx(1.0)
+
+
+def test_replay_on_formula_pairs_across_levels_and_bins() -> None:
+    report = replay(mech.fit, _formula_pairs(), PRIVACY, seeds=range(2), options={"bins": 4})
+    report.assert_sound(min_ratio=0.9, names=[NAME])
+    assert report.releases[NAME].max_ratio == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("pairs", [CORNERS, _formula_pairs()], ids=["corners", "formula"])
+def test_one_changed_row_moves_at_most_two_counts_by_one(pairs: list[NeighbourPair]) -> None:
+    moved = set()
+    for pair in pairs:
+        (_, log_d), (_, log_p) = (
+            run_recorded(mech.fit, d, PRIVACY, np.random.default_rng(0)) for d in (pair.d, pair.d_prime)
+        )
+        diff = log_d[0].value - log_p[0].value
+        assert np.abs(diff).max() <= 1 and np.count_nonzero(diff) <= 2 and diff.sum() == 0
+        moved.add(int(np.count_nonzero(diff)))
+    assert 2 in moved  # attained: the L1 bound 2 is tight
+
+
+# --------------------------------------------------------------------------
+# 2. Goodness of fit of the noise, with the power check
+# --------------------------------------------------------------------------
+
+
+def test_histogram_noise_is_laplace_two_over_eps_and_the_test_has_power() -> None:
+    def draw(rng: np.random.Generator, eps: float, size: int) -> np.ndarray:
+        counts = np.zeros(size)
+        counts[::7] = 3.0  # occupied and empty cells alike
+        return hg.release_counts(rng, counts, eps) - counts
+
+    audit = audit_sampler(NAME, draw, stats.laplace(scale=2.0).cdf, eps=1.0, draws=100_000, alpha=ALPHA, seed=7)
+    audit.assert_ok()
+
+
+# --------------------------------------------------------------------------
+# 3. Gray-box audit and 4. canaries
+# --------------------------------------------------------------------------
+
+
+WORST = CORNERS[1]  # 9 rows at (0, 0), the last moved from (0, 0) to (1, 0): two counts move by 1
+
+
+def _graybox(**kwargs):
+    return graybox_audit(
+        mech.fit,
+        WORST,
+        PRIVACY,
+        NAME,
+        runs=50_000,
+        seed=3,
+        alpha=ALPHA,
+        options=OPTIONS,
+        reduce=GrayBoxSamples.laplace_log_likelihood_ratio,
+        **kwargs,
+    )
+
+
+@pytest.mark.slow
+def test_graybox_audit_within_the_claim_and_with_power() -> None:
+    result = _graybox()
+    assert result.engine == "batched" and result.eps_claimed == 1.0
+    result.assert_within_claim()
+    assert result.eps_lb > 0.7, result.as_text()  # the audit sees most of the privacy loss (0.83 measured)
+
+
+@pytest.mark.slow
+def test_canary_halved_noise_is_flagged_by_the_graybox_audit() -> None:
+    with weaker_noise(0.5):
+        result = _graybox()
+    assert result.flagged and result.eps_lb > 1.5, result.as_text()
+
+
+@pytest.mark.slow
+def test_canary_understated_sensitivity_is_flagged_by_replay_and_graybox() -> None:
+    with understated_sensitivity(hg, "count_sensitivity"):
+        report = replay(mech.fit, CORNERS, PRIVACY, seeds=range(1), options=OPTIONS)
+        result = _graybox()
+    with pytest.raises(AssertionError, match="exceeds the declared sensitivity"):
+        report.assert_sound()
+    assert result.flagged, result.as_text()
+
+
+@contextlib.contextmanager
+def _empty_cells_unnoised() -> Iterator[None]:
+    """The classic histogram bug: noise only the occupied cells (the zeros reveal the empty ones)."""
+    original = hg.release_counts
+
+    def leaky(rng, counts, eps):
+        return np.where(counts > 0, original(rng, counts, eps), 0.0)
+
+    with mock.patch.object(hg, "release_counts", leaky):
+        yield
+
+
+def test_canary_empty_cells_without_noise_is_flagged_by_replay() -> None:
+    with _empty_cells_unnoised():
+        report = replay(mech.fit, CORNERS, PRIVACY, seeds=range(1), options=OPTIONS)
+    with pytest.raises(AssertionError, match="final release differs"):
+        report.assert_sound()
+
+
+# --------------------------------------------------------------------------
+# 5. No raw data in the release
+# --------------------------------------------------------------------------
+
+SENTINEL = 987654.321
+SENTINEL_LEVEL = "SENTINEL_LEVEL_XYZ"
+
+
+def _walk(obj, seen: set | None = None) -> Iterator[object]:
+    """Every object reachable from ``obj`` through attributes and containers."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    yield obj
+    if isinstance(obj, str | bytes | int | float | bool | type(None) | np.generic | np.ndarray):
+        return
+    if isinstance(obj, pd.Series | pd.DataFrame | pd.Index | pd.Categorical):
+        yield from _walk(np.asarray(obj), seen)
+    elif isinstance(obj, Mapping):
+        for key, value in obj.items():
+            yield from _walk(key, seen)
+            yield from _walk(value, seen)
+    elif isinstance(obj, list | tuple | set | frozenset):
+        for item in obj:
+            yield from _walk(item, seen)
+    elif hasattr(obj, "__dict__"):
+        yield from _walk(vars(obj), seen)
+
+
+def _private_frame(n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(n)
+    frame = pd.DataFrame({"x": rng.uniform(0, 10, n), "g": rng.choice(["a", "b"], n), "note": "x"})
+    frame["y"] = np.clip(1 + 0.8 * frame.x + rng.normal(0, 1, n), 0, 10)
+    frame.loc[3, "x"] = SENTINEL  # out of bounds: clipped
+    frame.loc[4, "y"] = -SENTINEL
+    frame.loc[5, "note"] = SENTINEL_LEVEL  # a column not histogrammed
+    return frame
+
+
+def _assert_no_raw_data(obj: object, n: int) -> None:
+    blob = pickle.dumps(obj)
+    assert b"987654" not in blob and SENTINEL_LEVEL.encode() not in blob
+    for value in (SENTINEL, -SENTINEL):
+        assert struct.pack("<d", value) not in blob and struct.pack(">d", value) not in blob
+    for item in _walk(pickle.loads(blob)):
+        if isinstance(item, np.ndarray):
+            assert n not in item.shape, f"an array of shape {item.shape} (n = {n})"
+
+
+def test_the_release_and_its_fits_hold_no_raw_data() -> None:
+    n = 1237  # no cell count of these layouts
+    frame = _private_frame(n)
+    kwargs = {"bounds": BOUNDS, "levels": {"g": ["a", "b"]}, "random_state": 0}
+    hist = dpstats.noisy_histogram(frame, ["y", "x", "g"], 1.0, **kwargs)
+    assert hist.layout.n_cells != n
+    fits = [hist, hist.ols("y ~ x + g"), hist.quantreg("y ~ x + g", 0.5), hist.to_frame()]
+    fits.append(dpstats.dp_ols("y ~ x + g", frame, eps=1.0, method="histogram", **kwargs))
+    fits.append(dpstats.dp_quantreg("y ~ x + g", frame, 0.5, eps=1.0, method="histogram", **kwargs))
+    for obj in fits:
+        _assert_no_raw_data(obj, n)
+        assert "987654" not in repr(obj)
+    for res in fits[1:3] + fits[4:]:
+        assert "987654" not in res.summary().as_text() and "987654" not in str(res.to_dict())
+    sizes = {
+        len(pickle.dumps(dpstats.noisy_histogram(_private_frame(m), ["y", "x", "g"], 1.0, bins=5, **kwargs)))
+        for m in (500, 5000)
+    }
+    assert len(sizes) == 1  # the release does not grow with n (fixed bins)

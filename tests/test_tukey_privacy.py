@@ -1,0 +1,310 @@
+"""Privacy audit of method="tukey" (proof in the docstring of dpstats/mechanisms/tukey.py).
+
+PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in dpstats/audit:
+
+1. Sensitivity of the distance-to-unsafety lower bound D, by brute force under
+   replace-one neighbours: on tiny data, every row replaced by every value of a
+   grid (extremes, ties, non-finite values) with the partition fixed; and on
+   model clouds, one point replaced. ``|D - D'| <= 1`` always, and 1 is reached.
+   One replaced row changes exactly one model, bit for bit.
+2. Replay (dpstats/audit/replay.py) of the row-level mechanism on neighbours:
+   both releases (D: L1 <= 1; the sampled point: depth moves by <= 1 there)
+   within their sensitivity, outputs equal once the releases are forced.
+3. The safety lemma, exactly: on 1-d and 2-d clouds with D >= 1, the restricted
+   exponential mechanism's output laws on Y and each replace-one neighbour
+   are computed cell by cell, and their hockey-stick divergence at eps2 is at
+   most delta (measured 2e-9 in 1-d, 2e-7 in 2-d, for delta = 0.01). The
+   canary ``beta = eps2`` (Amin et al.'s add/remove shortcut, no factor 2)
+   reaches 0.74 and 0.56: replacement is not monotone.
+4. Goodness of fit of the depth sampler against its exact law (KS on the
+   continuous depth, 100,000 draws, alpha 1e-6) with the power check at eps x
+   0.7 and x 1.3, and an off-by-one canary (restricting to depth t + 1).
+5. Gray-box audit (dpstats/audit/graybox.py) of the PTR statistic's Laplace
+   release on a worst pair, at eps = ln 3 (eps1 = 0.549), 200,000 runs a side:
+   within the claim (measured eps_lb 0.504); canaries flagged: the public
+   code's noise scale (eps1 instead of 1/eps1, a true eps of 1/eps1 = 1.82;
+   eps_lb 1.739) and noise halved (2 x eps; eps_lb 1.033).
+6. On an unsafe cloud (D = 0) the test passes with probability exactly delta.
+
+False failures: the KS tests and gray-box audits at alpha = 1e-6 each, the
+binomial check below at 1e-6; the brute-force and exact checks are
+deterministic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dpstats.audit import (
+    NeighbourPair,
+    audit_sampler,
+    design_from_arrays,
+    graybox_audit,
+    scaled_return,
+    weaker_noise,
+)
+from dpstats.audit.replay import replay
+from dpstats.design import Design
+from dpstats.mechanisms import PrivacyRequest, tukey
+from dpstats.mechanisms import tukey_depth as td
+from dpstats.mechanisms.tukey_models import partition_models
+
+EPS, DELTA = math.log(3), 1e-5
+#: Tiny row-level data: n = 60, one regressor and an intercept, m = 20 models of 3 rows (t = 5).
+TINY_EPS, TINY_DELTA, TINY_M = 40.0, 0.3, 20
+
+
+def _distance(models: np.ndarray, eps: float, delta: float) -> int:
+    P = td.sorted_projections(models)
+    return td.distance_to_unsafety(
+        td.log_volumes(td.log_side_lengths(P)), td.restricted_depth(len(models)), eps / 4, delta
+    )
+
+
+def _tiny_rows(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=60)
+    return np.column_stack([np.ones(60), x]), 1.0 + 2.0 * x + rng.normal(size=60)
+
+
+#: Replacement rows (x, y): far outliers, ties with the data, zeros, non-finite values.
+CANDIDATES = [(x, y) for x in (-1e6, 0.0, 0.5, 1e6, np.inf) for y in (-1e6, 0.0, 1.0, 1e6, np.nan)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("eps", "delta", "seed"), [(10.0, 0.3, 0), (40.0, 0.3, 5)])
+def test_distance_is_1_sensitive_under_row_replacement_brute_force(eps: float, delta: float, seed: int) -> None:
+    """Every row x every candidate (60 x 25 neighbours), the partition fixed."""
+    X, y = _tiny_rows(seed)
+    base = _distance(partition_models(X, y, TINY_M, np.random.default_rng(seed)), eps, delta)
+    moves = []
+    for row, (cx, cy) in itertools.product(range(len(y)), CANDIDATES):
+        X2, y2 = X.copy(), y.copy()
+        X2[row, 1], y2[row] = cx, cy
+        moves.append(_distance(partition_models(X2, y2, TINY_M, np.random.default_rng(seed)), eps, delta) - base)
+    assert max(np.abs(moves)) == 1, f"worst |D - D'| = {max(np.abs(moves))} (D = {base})"
+
+
+def test_one_replaced_row_changes_exactly_one_model() -> None:
+    X, y = _tiny_rows(2)
+    a = partition_models(X, y, TINY_M, np.random.default_rng(9))
+    for row in (0, 17, 59):
+        X2, y2 = X.copy(), y.copy()
+        X2[row, 1], y2[row] = 1e6, -1e6
+        b = partition_models(X2, y2, TINY_M, np.random.default_rng(9))
+        assert np.sum(np.any(a != b, axis=1)) == 1  # bit for bit: no other model moves
+
+
+def test_distance_is_1_sensitive_under_model_replacement() -> None:
+    """Clouds in d = 1, 2, 3 (m = 40 .. 400); each point replaced by far, central and tied values."""
+    rng = np.random.default_rng(3)
+    worst = 0
+    for d, m, eps, delta in [(1, 40, 8.0, 0.01), (2, 120, 4.0, 1e-3), (3, 400, 2.0, 1e-5)]:
+        Y = rng.standard_t(4, size=(m, d))
+        base = _distance(Y, eps, delta)
+        assert base >= 2
+        replacements = [np.full(d, 1e9), np.full(d, -1e9), np.zeros(d), Y[0], np.median(Y, axis=0)]
+        for k, q in itertools.product(range(0, m, max(1, m // 40)), replacements):
+            Y2 = Y.copy()
+            Y2[k] = q
+            worst = max(worst, abs(base - _distance(Y2, eps, delta)))
+    assert worst == 1
+
+
+def _tiny_pairs() -> list[NeighbourPair]:
+    X, y = _tiny_rows(0)
+    wide = (-1e7, 1e7)
+
+    def design(Xa: np.ndarray, ya: np.ndarray) -> Design:
+        return design_from_arrays(ya, Xa, y_bounds=wide, x_bounds=[wide])
+
+    pairs = []
+    for row, (cx, cy) in itertools.product((0, 31, 59), [(-1e6, 1e6), (1e6, 1e6), (0.0, 0.0), (3.0, -5.0)]):
+        X2, y2 = X.copy(), y.copy()
+        X2[row, 1], y2[row] = cx, cy
+        pairs.append(NeighbourPair(f"row {row} -> ({cx:g}, {cy:g})", design(X, y), design(X2, y2)))
+    return pairs + [p.swapped() for p in pairs]
+
+
+def _replay(**options):
+    return replay(
+        tukey.fit, _tiny_pairs(), PrivacyRequest(TINY_EPS, TINY_DELTA), seeds=range(4), options={"m": TINY_M, **options}
+    )
+
+
+def test_replay_both_releases_within_their_sensitivity() -> None:
+    report = _replay()
+    report.assert_sound(min_ratio=0.9)  # the worst pair reaches the sensitivity of both releases
+    assert report.releases[tukey.DISTANCE].norm == "l1" and report.releases[tukey.DISTANCE].sensitivity == 1.0
+    assert report.releases[tukey.SAMPLE].norm == "linf" and report.releases[tukey.SAMPLE].sensitivity == 1.0
+    print(report.as_text())
+
+
+def test_replay_flags_a_distance_with_sensitivity_2() -> None:
+    with scaled_return(td, "distance_to_unsafety", 2.0):
+        report = _replay()
+    with pytest.raises(AssertionError, match="exceeds the declared sensitivity"):
+        report.assert_sound(min_ratio=None)
+
+
+# --------------------------------------------------------------------------
+# The safety lemma, computed exactly
+# --------------------------------------------------------------------------
+
+
+def _exact_laws(a: np.ndarray, b: np.ndarray, t: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Cell probabilities of the restricted mechanism on clouds a and b, on their common grid of breakpoints.
+
+    An oracle independent of tukey_depth.py: depth counted directly at each
+    cell's centre, density exp(beta depth) on depth >= t, times the cell volume.
+    """
+    d = a.shape[1]
+    edges = [np.unique(np.concatenate([a[:, j], b[:, j]])) for j in range(d)]
+    centres = np.array(list(itertools.product(*[(e[1:] + e[:-1]) / 2 for e in edges])))
+    log_volume = np.log(np.array(list(itertools.product(*[np.diff(e) for e in edges])))).sum(axis=1)
+    laws = []
+    for cloud in (a, b):
+        below = (cloud[None, :, :] <= centres[:, None, :]).sum(axis=1)
+        above = (cloud[None, :, :] >= centres[:, None, :]).sum(axis=1)
+        depth = np.minimum(below, above).min(axis=1)
+        score = np.where(depth >= t, beta * depth + log_volume, -np.inf)
+        w = np.exp(score - score.max())
+        laws.append(w / w.sum())
+    return laws[0], laws[1]
+
+
+def _worst_hockey_stick(Y: np.ndarray, eps2: float, beta: float, stop_above: float = math.inf) -> float:
+    """The largest hockey-stick divergence at eps2, both ways, over replace-one moves of every point."""
+    m, d = Y.shape
+    t = td.restricted_depth(m)
+    worst = 0.0
+    moves = [np.full(d, -50.0), np.array([-50.0, 50.0][:d]), np.zeros(d)]
+    for k, q in itertools.product(range(m), moves):
+        Y2 = Y.copy()
+        Y2[k] = q
+        p, p2 = _exact_laws(Y, Y2, t, beta)
+        worst = max(worst, np.maximum(p - math.exp(eps2) * p2, 0).sum(), np.maximum(p2 - math.exp(eps2) * p, 0).sum())
+        if worst > stop_above:
+            break
+    return float(worst)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("d", [1, 2])
+def test_safe_clouds_are_indistinguishable_from_every_neighbour(d: int) -> None:
+    eps2, delta, m = 4.0, 0.01, 40
+    Y = np.random.default_rng(1).normal(size=(m, d))
+    assert _distance(Y, 2 * eps2, delta) >= 1  # certified safe (eps1 = eps2 here: eps = 2 eps2)
+    assert _worst_hockey_stick(Y, eps2, beta=eps2 / 2) <= delta
+    # Canary: no factor 2 (add/remove monotonicity does not hold for replacement).
+    assert _worst_hockey_stick(Y, eps2, beta=eps2, stop_above=0.5) > 0.5
+
+
+# --------------------------------------------------------------------------
+# The depth sampler against its exact law
+# --------------------------------------------------------------------------
+
+CLOUD = td.sorted_projections(np.random.default_rng(5).normal(size=(40, 3)))
+T40 = td.restricted_depth(40)
+
+
+def _draw(restrict: int):
+    def draw(rng: np.random.Generator, eps2: float, size: int) -> np.ndarray:
+        return td.continuous_depth(CLOUD, td.sample_restricted(rng, CLOUD, restrict, eps2 / 2, size))
+
+    return draw
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("eps2", [1.0, 4.0])
+def test_depth_sampler_goodness_of_fit_with_power(eps2: float) -> None:
+    audit = audit_sampler("tukey depth sampler", _draw(T40), td.continuous_depth_cdf(CLOUD, T40, eps2 / 2), eps=eps2)
+    audit.assert_ok()
+
+
+@pytest.mark.slow
+def test_depth_sampler_test_flags_an_off_by_one_restriction() -> None:
+    """Sampling from depth >= t + 1 instead of t (measured KS D = 0.089, p < 1e-300 at eps2 = 1)."""
+    audit = audit_sampler(
+        "restricted to t + 1", _draw(T40 + 1), td.continuous_depth_cdf(CLOUD, T40, 0.5), eps=1.0, factors=()
+    )
+    assert audit.at_eps.rejected
+
+
+# --------------------------------------------------------------------------
+# Gray-box audit of the PTR statistic, and its canaries
+# --------------------------------------------------------------------------
+
+
+def _models_design(models: np.ndarray) -> Design:
+    names = tuple(f"b{j}" for j in range(models.shape[1]))
+    return Design(
+        y=np.zeros(len(models)),
+        X=models,
+        y_name="y",
+        term_names=names,
+        y_bounds=None,
+        x_bounds=None,
+        intercept_index=None,
+    )
+
+
+def _model_level(design: Design, privacy: PrivacyRequest, rng: np.random.Generator):
+    """The mechanism on m given models (the rows of ``design.X``): the object of the privacy proof."""
+    return tukey.release_from_models(design.X, privacy, rng)
+
+
+def _worst_model_pair() -> NeighbourPair:
+    rng = np.random.default_rng(3)
+    Y = rng.normal(size=(600, 2))
+    base = _distance(Y, EPS, DELTA)
+    for k in range(len(Y)):
+        Y2 = Y.copy()
+        Y2[k] = 0.0
+        if _distance(Y2, EPS, DELTA) == base - 1:
+            return NeighbourPair(f"600 models, D = {base}, model {k} -> 0", _models_design(Y), _models_design(Y2))
+    raise AssertionError("no pair at distance 1")
+
+
+WORST = _worst_model_pair()
+CANARIES = {
+    "none": None,
+    "public code: Laplace scale eps1 instead of 1/eps1": (EPS / 2) ** 2,
+    "noise halved (2 x eps)": 0.5,
+}
+
+
+@pytest.mark.parametrize("canary", list(CANARIES))
+def test_graybox_ptr_statistic(canary: str) -> None:
+    factor = CANARIES[canary]
+    context = contextlib.nullcontext() if factor is None else weaker_noise(factor)
+    with context:
+        result = graybox_audit(
+            _model_level, WORST, PrivacyRequest(EPS, DELTA), tukey.DISTANCE, runs=200_000, seed=0, engine="batched"
+        )
+    assert result.eps_claimed == pytest.approx(EPS / 2)
+    if factor is None:
+        result.assert_within_claim()
+        assert result.eps_lb > 0.8 * EPS / 2, result.as_text()  # the pair is adversarial
+    else:
+        assert result.flagged, result.as_text()
+
+
+@pytest.mark.slow
+def test_unsafe_clouds_pass_with_probability_delta() -> None:
+    """D = 0 (a flat cloud): P(pass) = P(Lap(1/eps1) > log(1/(2 delta))/eps1) = delta; binomial, 4.9 sd."""
+    delta, runs = 0.05, 4000
+    flat = np.zeros((100, 2))
+    assert _distance(flat, EPS, delta) == 0
+    rng = np.random.default_rng(11)
+    passed = sum(
+        tukey.release_from_models(flat, PrivacyRequest(EPS, delta), rng)[2].get("reason") != tukey.PTR_FAILED
+        for _ in range(runs)
+    )
+    sd = math.sqrt(runs * delta * (1 - delta))
+    assert abs(passed - runs * delta) <= 4.9 * sd, (passed, runs * delta)
