@@ -112,7 +112,9 @@ def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
         index=res.term_names,
     )
     stats = tuple((name, _stat_text(value)) for name, value in res.noisy_stats.items())
-    notes = [res.se_note, "Data were clipped to the declared bounds; estimates are in the data's units."]
+    notes = [res.se_note]
+    if res.declared_bounds:
+        notes.append("Data were clipped to the declared bounds; estimates are in the data's units.")
     if res.failed:
         notes.insert(0, "The mechanism failed; the privacy budget was still spent. " + (res.reason or ""))
     return Summary(

@@ -86,9 +86,10 @@ def choose_auto(estimator: str) -> tuple[str, str]:
     """The mechanism ``method="auto"`` picks for ``estimator``, and why.
 
     The choice may use public information only (n, the number of regressors,
-    eps, which metadata was declared). With one OLS mechanism available it is
-    NoisyStats, the method Alabi et al. (2022, section 4.2.5) recommend when
-    the inputs' bounds are known. Quantile regression uses KNG, whose
+    eps, which metadata was declared). For OLS it is NoisyStats, which fits any
+    number of regressors and is the method Alabi et al. (2022, section 4.2.5)
+    recommend when the inputs' bounds are known and eps * n * var(x) is large;
+    choosing Theil-Sen automatically for small cells is left for a later version. Quantile regression uses KNG, whose
     asymptotic noise is negligible next to the sampling error (Reimherr & Awan
     2019, section 4.5.1).
     """
@@ -96,7 +97,7 @@ def choose_auto(estimator: str) -> tuple[str, str]:
         return "kng", "KNG is the quantile-regression mechanism of Reimherr & Awan (2019, section 4.5)"
     if estimator != "ols":
         raise ValueError(f"no mechanism fits {estimator} in this version")
-    return "noisystats", "the only OLS mechanism in this version"
+    return "noisystats", "fits any number of regressors; for one regressor in a small cell try method='theilsen'"
 
 
 __all__ = ["REGISTRY", "MechanismSpec", "PrivacyRequest", "Release", "choose_auto", "get_mechanism"]
