@@ -82,10 +82,7 @@ DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
 DEFAULT_B = {"ols": 1.0, "quantreg": 2.0}
 #: Chain length per dimension d >= 2: least squares (each step = one independence
 #: proposal + one hit-and-run move) and quantile regression (one hit-and-run move).
-STEPS_PER_DIMENSION = {"ols": 25, "quantreg": 150}
-#: Relative ridge of the independence proposal: lam = LAMBDA / (c B) keeps the
-#: proposal's log density within 2e-3 of the target's on Theta.
-LAMBDA = 1e-3
+STEPS_PER_DIMENSION = {"ols": 25, "quantreg": 50}
 
 SE_NOTE = (
     "KNG releases one draw from its density: there are no private standard errors (SEs, tests and intervals are NaN)."
@@ -293,18 +290,24 @@ def fit(
     eps = privacy.eps
     if tau is None:
         delta = least_squares_sensitivity(B, norm, bounds)
-        target: kng_sampler.Target = kng_sampler.LeastSquaresTarget(X.T @ X, X.T @ v, eps / (2.0 * delta), norm)
-        lam = None if d == 1 else LAMBDA / (target.c * B)
+        ls_target = kng_sampler.LeastSquaresTarget(X.T @ X, X.T @ v, eps / (2.0 * delta), norm)
+        target: kng_sampler.Target = ls_target
         name = "kng"
+
+        def draw(r: np.random.Generator) -> np.ndarray:
+            return kng_sampler.sample_least_squares(r, ls_target, B, steps)[0]
     else:
         delta = quantile_sensitivity(tau, norm, bounds)
         target = kng_sampler.QuantileTarget(X, v, tau, eps / (2.0 * delta), norm)
-        lam = None
         name = f"kng(q={tau:g})"
+
+        def draw(r: np.random.Generator) -> np.ndarray:
+            return kng_sampler.run_chains(r, target, d, B, steps)[0]
+
     probes = kng_sampler.probe_points(d, B)
     phi = noise.kng_release(
         rng,
-        lambda r: kng_sampler.run_chains(r, target, d, B, steps, independence_lam=lam)[0],
+        draw,
         lambda: target.utility(probes),
         delta,
         eps,

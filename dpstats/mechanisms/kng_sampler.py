@@ -50,6 +50,12 @@ import numpy as np
 from .. import noise
 
 NORMS = ("linf", "l2", "l1")
+#: Proposals per chain of the exact least-squares sampler before it falls back to the chain.
+EXACT_TRIES = 4096
+#: Proposals drawn at once by the exact least-squares sampler.
+EXACT_BATCH = 64
+#: ``c lam B`` of the regularised least-squares proposal: it costs a factor e^-KAPPA in acceptance.
+KAPPA = 0.25
 #: Rejection tries per l2 least-squares line update before the chain stays put.
 L2_TRIES = 32
 #: Tangent offsets (in units of 1/c above the minimum) of the l2 envelope.
@@ -117,23 +123,22 @@ def sample_piecewise_exponential(
 
 
 def sample_piecewise_constant(rng: np.random.Generator, edges: np.ndarray, log_density: np.ndarray) -> np.ndarray:
-    """One draw per row from a piecewise-constant density (many pieces: the quantile lines).
+    """One exact draw per row from a piecewise-constant density (many pieces: the quantile lines).
 
     Piece j of row r has log density ``log_density[r, j]`` on
     ``[edges[r, j], edges[r, j + 1]]``; it is chosen by inverting the cumulative
-    masses (computed relative to the largest, so nothing overflows; a piece
-    below 1e-300 of the largest is never drawn), then t is uniform in it.
+    masses (relative to the densest piece of positive length, so nothing
+    overflows; a piece below 1e-308 of it is never drawn), then t is uniform in it.
     """
     lengths = np.diff(edges, axis=1)
-    with np.errstate(divide="ignore"):
-        log_mass = np.where(lengths > 0, log_density + np.log(np.maximum(lengths, 0.0)), -np.inf)
-    top = log_mass.max(axis=1, keepdims=True)
-    cumulative = np.cumsum(np.exp(log_mass - np.where(np.isfinite(top), top, 0.0)), axis=1)
+    top = np.where(lengths > 0, log_density, -np.inf).max(axis=1, keepdims=True)
+    exponent = np.where(lengths > 0, log_density - np.where(np.isfinite(top), top, 0.0), -np.inf)
+    mass = np.exp(exponent) * np.maximum(lengths, 0.0)
+    cumulative = np.cumsum(mass, axis=1)
     level = noise.uniform(rng, 0.0, 1.0, edges.shape[0]) * cumulative[:, -1]
-    pick = np.minimum((cumulative <= level[:, None]).sum(axis=1), lengths.shape[1] - 1)[:, None]
-    start = np.take_along_axis(edges[:, :-1], pick, 1)[:, 0]
-    length = np.maximum(np.take_along_axis(lengths, pick, 1)[:, 0], 0.0)
-    return start + noise.uniform(rng, 0.0, 1.0, start.shape) * length
+    pick = np.minimum((cumulative <= level[:, None]).sum(axis=1), lengths.shape[1] - 1)
+    row = np.arange(edges.shape[0])
+    return edges[row, pick] + noise.uniform(rng, 0.0, 1.0, pick.shape) * np.maximum(lengths[row, pick], 0.0)
 
 
 def _pieces_from_values(edges: np.ndarray, h: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
@@ -266,23 +271,28 @@ class QuantileTarget:
         With ``r_i = y_i - x_i'theta`` and ``a_i = x_i'u``, row i is below the
         fit at ``theta + t u`` iff ``r_i <= t a_i``: it joins the sum (``+x_i``)
         when t passes ``r_i / a_i`` upwards if ``a_i > 0`` and leaves it
-        (``-x_i``) if ``a_i < 0``.
+        (``-x_i``) if ``a_i < 0``. One sort of the breakpoints inside the chord,
+        then a cumulative sum per coordinate gives g on every piece: O(n log n).
         """
-        r = self.y[None, :] - theta @ self.X.T
-        a = u @ self.X.T
-        g_lo = (r <= t_lo[:, None] * a).astype(float) @ self.X - self.tau * self.X.sum(axis=0)
+        k, d = theta.shape
+        n = self.y.size
+        XT = self.X.T
+        r = self.y[None, :] - theta @ XT
+        a = u @ XT
+        g_lo = (r <= t_lo[:, None] * a).astype(float) @ self.X - self.tau * XT.sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            cross = r / a
-            inside = (cross > t_lo[:, None]) & (cross < t_hi[:, None])
-        cuts = np.where(inside, cross, np.inf)
+            cuts = r / a
+        cuts[~((cuts > t_lo[:, None]) & (cuts < t_hi[:, None]))] = np.inf  # not crossed inside the chord
         order = np.argsort(cuts, axis=1)
-        jumps = np.take_along_axis(np.where(inside, np.sign(a), 0.0), order, 1)
-        g = np.empty((theta.shape[0], order.shape[1] + 1, theta.shape[1]))
-        g[:, 0, :] = g_lo
-        np.cumsum(jumps[:, :, None] * self.X[order], axis=1, out=g[:, 1:, :])
-        g[:, 1:, :] += g_lo[:, None, :]
-        cuts = np.minimum(np.take_along_axis(cuts, order, 1), t_hi[:, None])  # rows not crossing: t_hi
-        edges = np.concatenate([t_lo[:, None], cuts, t_hi[:, None]], axis=1)
+        flat = (order + (np.arange(k) * n)[:, None]).ravel()
+        sorted_cuts = cuts.ravel()[flat].reshape(k, n)
+        signs = np.where(np.isfinite(sorted_cuts), np.sign(a.ravel()[flat].reshape(k, n)), 0.0)
+        g = np.empty((k, n + 1, d))
+        for j in range(d):
+            g[:, 0, j] = g_lo[:, j]
+            np.cumsum(signs * XT[j][order], axis=1, out=g[:, 1:, j])
+            g[:, 1:, j] += g_lo[:, j, None]
+        edges = np.concatenate([t_lo[:, None], np.minimum(sorted_cuts, t_hi[:, None]), t_hi[:, None]], axis=1)
         return sample_piecewise_constant(rng, edges, -self.c * k_norm(g, self.norm))
 
 
@@ -443,6 +453,70 @@ def independence_step(
     log_u = np.log(noise.uniform(rng, 0.0, 1.0, chains))
     accept = inside & (log_u < np.nan_to_num(log_ratio, nan=-np.inf))
     return np.where(accept[:, None], proposal, theta)
+
+
+def exact_least_squares(
+    rng: np.random.Generator, target: LeastSquaresTarget, B: float, chains: int, tries: int = EXACT_TRIES
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact draws by rejection from the regularised untruncated K-norm density.
+
+    Proposal ``theta' = A_lam^{-1} (z + 2 s)`` with z from ``~ exp(-c ||z||_K)``
+    (:func:`k_norm_draws`) and ``A_lam = 2 S + lam I``, ``lam = KAPPA / (c B)``:
+    its unnormalised density is ``exp(-c ||z||_K)``. On Theta,
+    ``||2 S theta' - 2 s||_K = ||z - lam theta'||_K >= ||z||_K - lam B``
+    (``||.||_K <= ||.||_1`` for the three norms), so target / proposal
+    ``<= e^{KAPPA}`` and accepting with probability
+    ``1{theta' in Theta} exp(-c ||2 S theta' - 2 s||_K + c ||z||_K - KAPPA)``
+    is rejection sampling: an accepted draw has exactly the KNG density. The
+    ridge keeps the proposal proper when S is singular (a declared level no
+    row has) at a fixed cost of ``e^{-KAPPA}`` in acceptance.
+
+    At most ``tries`` proposals per chain, drawn in batches; returns the draws
+    and a mask of the chains that accepted one (the others hold zeros).
+    """
+    d = target.S.shape[0]
+    A = 2.0 * target.S
+    lam = KAPPA / (target.c * B)
+    chol = np.linalg.cholesky(A + lam * np.eye(d))
+    b = 2.0 * target.s
+    theta, done = np.zeros((chains, d)), np.zeros(chains, dtype=bool)
+    batch = min(EXACT_BATCH, tries)
+    for _ in range(-(-tries // batch)):
+        z = k_norm_draws(rng, target.c, d, target.norm, chains * batch)
+        proposal = np.linalg.solve(chol.T, np.linalg.solve(chol, (z + b).T)).T
+        with np.errstate(over="ignore", invalid="ignore"):
+            log_accept = target.c * (k_norm(z, target.norm) - k_norm(proposal @ A - b, target.norm)) - KAPPA
+        log_u = np.log(noise.uniform(rng, 0.0, 1.0, chains * batch))
+        accept = (np.abs(proposal).sum(axis=1) <= B) & (log_u < np.nan_to_num(log_accept, nan=-np.inf))
+        accept = accept.reshape(chains, batch)
+        first = np.argmax(accept, axis=1)
+        take = ~done & accept.any(axis=1)
+        theta[take] = proposal.reshape(chains, batch, d)[take, first[take]]
+        done |= take
+        if done.all():
+            break
+    return theta, done
+
+
+def sample_least_squares(
+    rng: np.random.Generator, target: LeastSquaresTarget, B: float, sweeps: int, chains: int = 1
+) -> np.ndarray:
+    """Least-squares KNG draws: exact (:func:`exact_least_squares`), else the chain.
+
+    A chain whose :data:`EXACT_TRIES` proposals were all rejected (the
+    untruncated density puts little mass on Theta: a fit outside or near the
+    boundary of the domain, or a nearly flat density at small n eps) is drawn
+    by :func:`run_chains` with the independence proposal instead.
+    """
+    d = target.S.shape[0]
+    if d == 1:
+        return run_chains(rng, target, d, B, sweeps, chains)
+    theta, done = exact_least_squares(rng, target, B, chains)
+    if not done.all():
+        theta[~done] = run_chains(
+            rng, target, d, B, sweeps, int((~done).sum()), independence_lam=KAPPA / (target.c * B)
+        )
+    return theta
 
 
 def run_chains(
