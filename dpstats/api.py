@@ -100,7 +100,8 @@ def dp_quantreg(
             _fit("quantreg", formula, data, part, bounds, levels, method, part_delta, rng, missing, options, q=tau)
         )
     split = tuple((f"q={tau:g}", part) for tau in quantiles)
-    spent = PrivacySpent(notion="pure" if delta == 0 else "approx", eps=eps, delta=delta, split=split)
+    caveats = tuple(dict.fromkeys(c for fit in fits for c in fit.privacy.caveats))  # each once, in order
+    spent = PrivacySpent(notion="pure" if delta == 0 else "approx", eps=eps, delta=delta, split=split, caveats=caveats)
     return DPQuantileFits(quantiles=quantiles, fits=tuple(fits), privacy=spent)
 
 
