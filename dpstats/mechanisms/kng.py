@@ -158,6 +158,16 @@ def default_steps(d: int, estimator: str) -> int:
     return 1 if d == 1 else STEPS_PER_DIMENSION[estimator] * d
 
 
+def warm_up_start(n: int, column_bounds: np.ndarray, norm: str) -> float:
+    """``1 / (n C_K)``: the concentration at which the quantile chain starts its warm-up.
+
+    ``n C_K`` bounds ``||g||_K`` over Theta, so at this concentration the
+    density varies by at most a factor e: the walkers spread over the domain
+    before the public schedule (kng_sampler.warm_up_schedule) raises it to c.
+    """
+    return 1.0 / (n * box_norm(column_bounds, norm))
+
+
 # --------------------------------------------------------------------------
 # The scaled problem
 # --------------------------------------------------------------------------
@@ -267,11 +277,20 @@ def _caveats(d: int, steps: int, estimator: str) -> tuple[str, ...]:
             "(Gumbel-max over its pieces, then an inverse CDF), so Theorem 3.1's eps-DP holds as stated",
             FLOAT_CAVEAT,
         )
+    kernel = (
+        "isotropic hit-and-run and ensemble differential directions, each drawing exactly from the density on its "
+        "line" + (", after an independence proposal" if estimator == "ols" else "")
+    )
+    warm_up = (
+        ""
+        if estimator == "ols"
+        else "; the first half of the sweeps runs on a flatter density whose concentration rises on a public "
+        "schedule to the target's, the second half on the KNG density itself"
+    )
     chain = (
         f"walker 0 of an ensemble of {kng_sampler.ensemble_size(d)} chains started at the centre of the domain, "
         f"after {steps} sweeps (fixed from d = {d}, never from the data) of moves that leave the KNG density "
-        "invariant (isotropic hit-and-run and ensemble differential directions, each drawing exactly from the "
-        "density on its line" + (", preceded by an independence proposal)" if estimator == "ols" else ")")
+        f"invariant ({kernel}){warm_up}"
     )
     mcmc = (
         "a draw whose law is within total variation eta of the KNG density is (eps, eta (1 + e^eps))-DP; eta is "
@@ -325,8 +344,10 @@ def fit(
         target = kng_sampler.QuantileTarget(X, v, tau, eps / (2.0 * delta), norm)
         name = f"kng(q={tau:g})"
 
+        c_start = warm_up_start(X.shape[0], bounds, norm)
+
         def draw(r: np.random.Generator) -> np.ndarray:
-            return kng_sampler.run_chains(r, target, d, B, steps)[0]
+            return kng_sampler.run_chains(r, target, d, B, steps, c_start=c_start)[0]
 
     probes = kng_sampler.probe_points(d, B)
     phi = noise.kng_release(

@@ -43,7 +43,7 @@ Every random number comes from dpstats/noise.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -527,6 +527,7 @@ def run_chains(
     sweeps: int,
     chains: int = 1,
     independence_lam: float | None = None,
+    c_start: float | None = None,
 ) -> np.ndarray:
     """``chains`` independent draws: walker 0 of an ensemble after ``sweeps`` sweeps from ``theta = 0``.
 
@@ -544,14 +545,30 @@ def run_chains(
     W = ensemble_size(d)
     walkers = np.zeros((chains, W, d))
     halves = (np.arange(W // 2), np.arange(W // 2, W))
-    for _ in range(sweeps):
+    for c in warm_up_schedule(target.c, c_start, sweeps):
+        tempered = replace(target, c=c)
         flat = walkers.reshape(-1, d)
         if independence_lam is not None:
-            flat = independence_step(rng, target, flat, B, independence_lam)
-        walkers = hit_and_run_step(rng, target, flat, B).reshape(chains, W, d)
-        walkers = ensemble_step(rng, target, walkers, B, halves[0], halves[1])
-        walkers = ensemble_step(rng, target, walkers, B, halves[1], halves[0])
+            flat = independence_step(rng, tempered, flat, B, independence_lam * target.c / c)
+        walkers = hit_and_run_step(rng, tempered, flat, B).reshape(chains, W, d)
+        walkers = ensemble_step(rng, tempered, walkers, B, halves[0], halves[1])
+        walkers = ensemble_step(rng, tempered, walkers, B, halves[1], halves[0])
     return walkers[:, 0]
+
+
+def warm_up_schedule(c: float, c_start: float | None, sweeps: int) -> np.ndarray:
+    """The concentration of each sweep: geometric from ``c_start`` to ``c`` over the first half, then ``c``.
+
+    A public schedule (``c_start`` comes from n and the declared bounds, never
+    from the data) that lets the walkers find where a very concentrated
+    density (large n eps) lives before the second half runs at the target's
+    own ``c``; only that half's kernels leave the KNG density invariant.
+    """
+    if c_start is None or c_start >= c:
+        return np.full(sweeps, c)
+    warm = sweeps // 2
+    ramp = c_start * (c / c_start) ** (np.arange(warm) / max(warm, 1))
+    return np.concatenate([ramp, np.full(sweeps - warm, c)])
 
 
 def probe_points(d: int, B: float, pairs: int = 12) -> np.ndarray:
