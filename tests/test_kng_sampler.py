@@ -28,8 +28,9 @@ from dpstats.mechanisms import kng, kng_sampler
 
 ALPHA = 1e-6
 DRAWS = 20_000
-#: Chains are costlier than exact draws: 10,000 keeps the KS test's power against c x 0.7 and x 1.3.
-CHAIN_DRAWS = 10_000
+#: Chains are costlier than exact draws (each is a whole chain); 3,000 keep the KS test's power
+#: against c x 0.7 and x 1.3 (asserted below) and the file within a minute on two cores.
+CHAIN_DRAWS = 3_000
 DIRECTIONS = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, -1.0]])
 
 
@@ -140,10 +141,10 @@ def quantile_chain(target: kng_sampler.QuantileTarget, B: float, seed: int, swee
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("norm", ["linf", "l2"])
-def test_quantile_chain_fits_the_density_in_two_dimensions(norm: str) -> None:
+def test_quantile_chain_fits_the_density_in_two_dimensions() -> None:
+    """The paper's linf norm (the norm enters only through the target's utility, shared with l2 and l1)."""
     B = 2.0
-    target = quantile_target(1.0, norm)
+    target = quantile_target(1.0, "linf")
     cdfs = grid_cdfs(target, B)
     assert rejected_directions(quantile_chain(target, B, 0), cdfs) == []
     for factor, seed in ((0.7, 1), (1.3, 2)):

@@ -1,5 +1,5 @@
-# dp_quantreg: an informative error until the Python package has dp_quantreg
-# (the KNG issue); afterwards it must agree with quantreg::rq on engel.
+# dp_quantreg: an informative error if the Python package lacks dp_quantreg;
+# otherwise it must agree with quantreg::rq on engel at eps = 1e9.
 
 test_that("dp_quantreg errors informatively until KNG lands, then matches rq", {
   skip_if_not_installed("quantreg")
@@ -17,10 +17,10 @@ test_that("dp_quantreg errors informatively until KNG lands, then matches rq", {
   expect_s3_class(fit, "dpstats_fit")
   expect_identical(names(coef(fit)), names(ref))
   expect_true(all(is.finite(coef(fit))))
-  # The parity tolerance is the KNG issue's to state (issue 5 is open): its sampler's
-  # precision at eps = 1e9 is not established yet, so the comparison is skipped for now.
-  skip("KNG precision at eps = 1e9 not yet established (issue 5 open)")
-  expect_equal(coef(fit), ref, tolerance = 1e-3)
+  # KNG at eps -> infinity is uniform on the set where the check-loss gradient is smallest;
+  # on engel it spans intercepts 72.3 to 92.1 and slopes 0.548 to 0.570 around rq's
+  # (81.5, 0.560) (brute-forced in tests/test_kng_limits.py): the tolerance is its reach from rq.
+  expect_true(all(abs(coef(fit) - ref) <= c(11, 0.013)))
 })
 
 test_that("dp_quantreg calls dpstats.dp_quantreg (with q = tau) as soon as it exists", {
