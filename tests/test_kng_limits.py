@@ -159,7 +159,7 @@ def test_least_squares_equals_ols(formula, bounds, levels, engel, grunfeld) -> N
 
 def test_least_squares_outside_the_domain_lands_on_its_boundary(engel: pd.DataFrame) -> None:
     """With the default B = 1 engel's OLS fit is outside Theta: KNG returns the best fit on its boundary."""
-    design, scale, _, _ = scaled_problem("foodexp ~ income", engel, ENGEL_BOUNDS, None)
+    _, scale, _, _ = scaled_problem("foodexp ~ income", engel, ENGEL_BOUNDS, None)
     ols = smf.ols("foodexp ~ income", engel).fit().params.to_numpy()
     assert np.abs(scale.to_scaled(ols)).sum() > 1.0
     res = dpstats.dp_ols("foodexp ~ income", engel, eps=EPS, bounds=ENGEL_BOUNDS, method="kng", random_state=0)
