@@ -7,11 +7,12 @@ eps-DP is a property of that density; the sampler must deliver it
 it is compared with the exact CDF. Two dimensions: the density is normalised
 numerically on a fine grid of the l1 ball, and the draws' projections on four
 directions are compared with the grid's. Every comparison is a KS test at
-alpha = 1e-6 on 20,000 or more independent draws (one chain each); the test's
-power is shown on draws at ``c x 0.7`` and ``c x 1.3``. False-failure rate of a file run: at most 4e-6 per
-exact-sampler comparison; for the MCMC the test asserts that the chain's
-distance from the density is invisible at this sample size (its design
-target), which is the claim ``res.privacy.caveats`` makes.
+alpha = 1e-6 on independent draws (20,000 or more from the exact samplers;
+3,000 whole chains for the MCMC); the test's power is shown on draws at
+``c x 0.7`` and ``c x 1.3``. False-failure rate: at most 4e-6 per exact-sampler
+comparison; for the MCMC the test asserts that the chain's distance from the
+density is invisible at this sample size, which is the claim
+``res.privacy.caveats`` makes.
 """
 
 from __future__ import annotations
