@@ -104,7 +104,10 @@ STEPS_PER_DIMENSION = {"ols": 25, "quantreg": 50}
 SE_NOTE = (
     "KNG releases one draw from its density: there are no private standard errors (SEs, tests and intervals are NaN)."
 )
-FLOAT_CAVEAT = "samplers use numpy floating point (not hardened against Mironov 2012 attacks)"
+FLOAT_CAVEAT = (
+    "samplers use numpy floating point (not hardened against Mironov 2012 attacks), and their running time "
+    "depends on the data (rejections, chain fallback): timing is not protected"
+)
 
 
 # --------------------------------------------------------------------------

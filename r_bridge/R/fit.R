@@ -174,8 +174,8 @@ dp_ols <- function(formula, data, eps, bounds = list(), levels = list(), method 
 
 #' Differentially private quantile regression (the KNG mechanism of the Python package).
 #'
-#' Until the Python package has dp_quantreg (issue 5) this stops with an explanation;
-#' afterwards it calls it with q = tau.
+#' Calls dpstats.dp_quantreg with q = tau (a number or several quantiles, which share eps);
+#' with a Python dpstats too old to have it, stops with an explanation.
 dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels = list(), method = "auto",
                         delta = 0, random_state = NULL, missing = c("raise", "midpoint"), ...) {
   if (!is.numeric(tau) || length(tau) < 1L || any(!is.finite(tau))) stop("tau must be numbers in (0, 1)", call. = FALSE)
