@@ -452,7 +452,7 @@ def test_several_quantiles_split_the_budget(frame: pd.DataFrame) -> None:
         assert fit.privacy.notion == "pure" and fit.privacy.eps == pytest.approx(0.5)
         assert fit.privacy.split == ((f"kng(q={tau:g})", pytest.approx(0.5)),)
         caveats = " ".join(fit.privacy.caveats)
-        assert fit.privacy.caveats and "sampler" in caveats and "10 steps" in caveats
+        assert fit.privacy.caveats and "sampler" in caveats and "10 sweeps" in caveats
         assert np.all(np.isnan(fit.bse.to_numpy())) and len(fit.bse) == 2
         assert np.all(np.isfinite(fit.params.to_numpy()))
         hyper = fit.hyperparameters
@@ -472,7 +472,7 @@ def test_single_quantile_reports_privacy_and_options(frame: pd.DataFrame) -> Non
         "y ~ x", frame, q=0.5, eps=1.0, bounds=BOUNDS, method="kng", norm="l2", B=1.5, steps=4, random_state=0
     )
     assert res.method == "kng" and res.privacy.eps == 1.0 and res.privacy.split == (("kng(q=0.5)", 1.0),)
-    assert res.privacy.caveats and "MCMC sampler" in res.privacy.caveats[0] and "4 steps" in res.privacy.caveats[0]
+    assert res.privacy.caveats and "MCMC sampler" in res.privacy.caveats[0] and "4 sweeps" in res.privacy.caveats[0]
     assert np.all(np.isnan(res.bse.to_numpy()))
     hyper = res.hyperparameters
     assert (hyper["norm"], hyper["B"], hyper["steps"], hyper["q"]) == ("l2", 1.5, 4, 0.5)
@@ -495,7 +495,11 @@ def test_least_squares_defaults(frame: pd.DataFrame) -> None:
     assert hyper["sensitivity"] == pytest.approx(8.0)  # 4 (1 + B)
     assert "q" not in hyper
     assert res.privacy.notion == "pure" and res.privacy.split == (("kng", 1.0),)
-    assert res.privacy.caveats and "sampler" in res.privacy.caveats[0] and "50 steps" in res.privacy.caveats[0]
+    assert (
+        res.privacy.caveats
+        and "exact sampler by rejection" in res.privacy.caveats[0]
+        and "50 sweeps" in res.privacy.caveats[0]
+    )
     assert np.all(np.isnan(res.bse.to_numpy()))
 
 
