@@ -99,7 +99,7 @@ DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
 DEFAULT_B = {"ols": 1.0, "quantreg": 2.0}
 #: Chain length per dimension d >= 2: least squares (each step = one independence
 #: proposal + one hit-and-run move) and quantile regression (one hit-and-run move).
-STEPS_PER_DIMENSION = {"ols": 25, "quantreg": 50}
+STEPS_PER_DIMENSION = {"ols": 25, "quantreg": 30}
 
 SE_NOTE = (
     "KNG releases one draw from its density: there are no private standard errors (SEs, tests and intervals are NaN)."

@@ -282,18 +282,21 @@ class QuantileTarget:
         g_lo = (r <= t_lo[:, None] * a).astype(float) @ self.X - self.tau * XT.sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             cuts = r / a
-        cuts[~((cuts > t_lo[:, None]) & (cuts < t_hi[:, None]))] = np.inf  # not crossed inside the chord
+            crossed = (cuts > t_lo[:, None]) & (cuts < t_hi[:, None])  # inside the chord
+        cuts = np.where(crossed, cuts, np.inf)
+        signs = np.where(crossed, np.sign(a), 0.0)
         order = np.argsort(cuts, axis=1)
         flat = (order + (np.arange(k) * n)[:, None]).ravel()
-        sorted_cuts = cuts.ravel()[flat].reshape(k, n)
-        signs = np.where(np.isfinite(sorted_cuts), np.sign(a.ravel()[flat].reshape(k, n)), 0.0)
-        g = np.empty((k, n + 1, d))
+        sorted_signs = signs.ravel()[flat].reshape(k, n)
+        g = np.empty((d, k, n + 1))  # coordinate-major: every pass below is contiguous
         for j in range(d):
-            g[:, 0, j] = g_lo[:, j]
-            np.cumsum(signs * XT[j][order], axis=1, out=g[:, 1:, j])
-            g[:, 1:, j] += g_lo[:, j, None]
-        edges = np.concatenate([t_lo[:, None], np.minimum(sorted_cuts, t_hi[:, None]), t_hi[:, None]], axis=1)
-        return sample_piecewise_constant(rng, edges, -self.c * k_norm(g, self.norm))
+            g[j, :, 0] = g_lo[:, j]
+            np.cumsum(sorted_signs * XT[j][order], axis=1, out=g[j, :, 1:])
+            g[j, :, 1:] += g_lo[:, j, None]
+        edges = np.empty((k, n + 2))
+        edges[:, 0], edges[:, -1] = t_lo, t_hi
+        np.minimum(cuts.ravel()[flat].reshape(k, n), t_hi[:, None], out=edges[:, 1:-1])
+        return sample_piecewise_constant(rng, edges, -self.c * k_norm(np.moveaxis(g, 0, -1), self.norm))
 
 
 Target = LeastSquaresTarget | QuantileTarget
