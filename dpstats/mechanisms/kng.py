@@ -97,8 +97,11 @@ from .base import MechanismSpec, PrivacyRequest, Release
 
 DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
 DEFAULT_B = {"ols": 1.0, "quantreg": 2.0}
-#: Chain length per dimension d >= 2: least squares (each step = one independence
-#: proposal + one hit-and-run move) and quantile regression (one hit-and-run move).
+#: Sweeps per dimension d >= 2 (kng_sampler.run_chains: every walker of the ensemble
+#: moves by hit-and-run and twice by ensemble directions; least squares adds an
+#: independence proposal and runs only as the exact sampler's fallback). Quantile
+#: regression: measured on engel at eps = 1e9 (the hardest case: the density is a
+#: point mass on thin cells), 200 of 200 chains reach the minimum after 60 sweeps.
 STEPS_PER_DIMENSION = {"ols": 25, "quantreg": 30}
 
 SE_NOTE = (
