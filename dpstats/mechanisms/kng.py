@@ -349,7 +349,6 @@ def fit(
         delta = quantile_sensitivity(tau, norm, bounds)
         target = kng_sampler.QuantileTarget(X, v, tau, eps / (2.0 * delta), norm)
         name = f"kng(q={tau:g})"
-
         c_start = warm_up_start(X.shape[0], bounds, norm)
 
         def draw(r: np.random.Generator) -> np.ndarray:

@@ -11,30 +11,37 @@ and ``g`` the gradient of the loss:
   piecewise constant on the cells of the arrangement of the n hyperplanes
   ``y_i = x_i'theta`` (:class:`QuantileTarget`).
 
-The sampler depends on the data only through the target density: it starts at
-``theta = 0`` (the centre of Theta, public), its number of steps is fixed
-before the data are read, and it has no tuning parameter at all:
+The samplers depend on the data only through the target density: chains start
+at ``theta = 0`` (the centre of Theta, public), their number of sweeps and
+their warm-up schedule are fixed before the data are read, and no move has a
+step size:
 
-* hit-and-run (:func:`hit_and_run_step`): a direction uniform on the sphere,
-  the chord of Theta through the current point (exact, :func:`l1_ball_chord`),
-  and a draw from the *exact* conditional density on that chord. On a line the
-  quantile gradient is piecewise constant (n breakpoints) and the least-squares
-  ``||a + t b||_K`` is piecewise linear for l1 and linf, so the conditional is
-  piecewise log-linear and is sampled exactly (:func:`sample_piecewise_exponential`:
-  Gumbel-max over the pieces, then an inverse CDF). For least squares with l2
-  the conditional is log-concave and is drawn by rejection from a tangent
-  envelope, at most :data:`L2_TRIES` tries, staying put if all fail (a mixture
-  of the exact conditional and the identity: still reversible). Hit-and-run with
-  exact line conditionals leaves pi_D invariant and needs no step size;
-* for least squares, each step is preceded by an independence Metropolis-Hastings
-  proposal from the untruncated density ``~ exp(-c ||A_lam theta - 2 s||_K)``
-  (:func:`independence_step`), drawn exactly as ``A_lam^{-1} (z + 2 s)`` with z
-  from the K-norm distribution (Hardt & Talwar 2010: radius Gamma(d + 1, 1/c)
-  times a uniform point of the unit K-ball). ``A_lam = 2 S + lam I`` with a
-  public ``lam`` keeps the proposal proper when S is singular; the acceptance
-  ratio is exact. When the least-squares fit lies inside Theta one accepted
-  proposal is an exact draw, whatever the conditioning of S;
-* in one dimension the single line is the whole domain: one step is an exact draw.
+* in one dimension the single line is the whole domain: one line draw (below)
+  is an exact draw;
+* least squares, d >= 2 (:func:`sample_least_squares`): exact rejection from the
+  untruncated density ``~ exp(-c ||A_lam theta - 2 s||_K)``, drawn as
+  ``A_lam^{-1} (z + 2 s)`` with z from the K-norm distribution (Hardt & Talwar
+  2010: radius Gamma(d + 1, 1/c) times a uniform point of the unit K-ball) and
+  ``A_lam = 2 S + lam I`` (:func:`exact_least_squares`); only if every proposal
+  is rejected, the chain below with an independence Metropolis-Hastings move
+  from the same proposal (:func:`independence_step`);
+* quantile regression, d >= 2 (:func:`run_chains`): an ensemble of chains, each
+  sweep moving every walker by hit-and-run (:func:`hit_and_run_step`: a
+  direction uniform on the sphere) and by ensemble differential directions
+  (:func:`ensemble_step`); the first half of the sweeps warms up on flatter
+  densities (:func:`warm_up_schedule`).
+
+Every line move takes the chord of Theta through the current point (exact,
+:func:`l1_ball_chord`) and draws from the *exact* conditional density on it.
+On a line the quantile gradient is piecewise constant (n breakpoints) and the
+least-squares ``||a + t b||_K`` is piecewise linear for l1 and linf, so the
+conditional is piecewise log-linear and is sampled exactly
+(:func:`sample_piecewise_exponential`: Gumbel-max over the pieces, then an
+inverse CDF). For least squares with l2 the conditional is log-concave and is
+drawn by rejection from a tangent envelope, at most :data:`L2_TRIES` tries,
+staying put if all fail (a mixture of the exact conditional and the identity:
+still reversible). A move with an exact line conditional leaves pi_D
+invariant.
 
 Everything runs on ``chains`` independent chains at once (rows of ``theta``),
 so that the goodness-of-fit tests can draw 10^5 outputs quickly; a fit uses one.
@@ -540,8 +547,9 @@ def run_chains(
     with every walker at 0, and each sweep moves every walker by an
     independence proposal (least squares, when ``independence_lam`` is given),
     an isotropic hit-and-run move, then an ensemble move of each half given
-    the other (:func:`ensemble_step`). Every move leaves the product of KNG
-    densities invariant, so each walker's law tends to the KNG density.
+    the other (:func:`ensemble_step`). With ``c_start`` the sweeps follow
+    :func:`warm_up_schedule`; the sweeps at the target's own c leave the
+    product of KNG densities invariant, so each walker's law tends to it.
     """
     if d == 1:
         return hit_and_run_step(rng, target, np.zeros((chains, 1)), B)
