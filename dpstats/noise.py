@@ -45,6 +45,11 @@ def make_rng(random_state: RandomState = None) -> np.random.Generator:
     raise TypeError("random_state must be None, a non-negative int or a numpy Generator")
 
 
+def independent_rngs(seed: int, count: int) -> list[np.random.Generator]:
+    """``count`` independent reproducible streams from one seed (numpy's SeedSequence.spawn): the audits' sides."""
+    return [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(count)]
+
+
 # --------------------------------------------------------------------------
 # Recording (privacy audit): every noisy release logs its exact input.
 # --------------------------------------------------------------------------

@@ -109,7 +109,7 @@ from dpstats.audit import (
 )
 from dpstats.design import Design
 from dpstats.mechanisms import PrivacyRequest, kng, kng_sampler
-from dpstats.noise import NoisyRelease
+from dpstats.noise import NoisyRelease, independent_rngs
 
 ALPHA = 1e-6
 PRIVACY = PrivacyRequest(1.0)
@@ -322,14 +322,12 @@ def batched_sampler(estimator: str, runs: int, c_factor: float = 1.0) -> Iterato
 
 
 def kng_draws(
-    design: Design, privacy: PrivacyRequest, options: dict, runs: int, seed: np.random.SeedSequence, c_factor: float
+    design: Design, privacy: PrivacyRequest, options: dict, runs: int, rng: np.random.Generator, c_factor: float
 ) -> NoisyRelease:
     """The audited release of kng.fit on ``design``, logged with ``runs`` draws (the run stops right after it)."""
     estimator = "quantreg" if "q" in options else "ols"
     with batched_sampler(estimator, runs, c_factor):
-        release, log = run_recorded(
-            kng.fit, design, privacy, np.random.default_rng(seed), forcing=Forcing([], stop_at=0), options=options
-        )
+        release, log = run_recorded(kng.fit, design, privacy, rng, forcing=Forcing([], stop_at=0), options=options)
     assert release is None and len(log) == 1 and log[0].noisy.shape == (runs, design.n_columns)
     return log[0]
 
@@ -356,10 +354,10 @@ def graybox_kng(
     privacy = PrivacyRequest(eps)
     function = "least_squares_sensitivity" if q is None else "quantile_sensitivity"
     context = understated_sensitivity(kng, function, sensitivity_factor)
-    seed_d, seed_p = np.random.SeedSequence(seed).spawn(2)
+    rng_d, rng_p = independent_rngs(seed, 2)
     with context:
-        release_d = kng_draws(pair.d, privacy, options, runs, seed_d, c_factor)
-        release_p = kng_draws(pair.d_prime, privacy, options, runs, seed_p, c_factor)
+        release_d = kng_draws(pair.d, privacy, options, runs, rng_d, c_factor)
+        release_p = kng_draws(pair.d_prime, privacy, options, runs, rng_p, c_factor)
     assert release_d.eps == release_p.eps == eps  # the claim does not move with the canaries
 
     def statistic(phi: np.ndarray) -> np.ndarray:  # log f_D(phi) - log f_D'(phi), up to a monotone map

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
+from ..noise import independent_rngs
+
 Draw = Callable[[np.random.Generator, float, int], np.ndarray]
 CDF = Callable[[np.ndarray], np.ndarray]
 
@@ -92,7 +94,7 @@ def audit_sampler(
     False failure of :meth:`SamplerAudit.assert_ok`'s first check: ``alpha``
     (the draws are independent of the CDF's construction).
     """
-    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(1 + len(factors))]
+    streams = independent_rngs(seed, 1 + len(factors))
     at_eps = ks_check(draw(streams[0], eps, draws), cdf, alpha=alpha, label=f"{name} at eps")
     perturbed = tuple(
         (float(f), ks_check(draw(rng, eps * f, draws), cdf, alpha=alpha, label=f"{name} at eps x {f:g}"))

@@ -50,7 +50,7 @@ from scipy import stats
 
 from ..design import Design
 from ..mechanisms.base import PrivacyRequest
-from ..noise import NoisyRelease
+from ..noise import NoisyRelease, independent_rngs, make_rng
 from .neighbours import NeighbourPair
 from .runner import BatchingGenerator, CoreMechanism, Forcing, NotBatchable, find_release, run_recorded
 
@@ -270,7 +270,7 @@ def reference_prefix(
 ) -> tuple[int, list[np.ndarray]]:
     """The index of release ``name`` and the outputs before it, from the first seeded run on D that makes it."""
     for s in range(seed, seed + attempts):
-        _, log = run_recorded(fit, design, privacy, np.random.default_rng(s), options=options)
+        _, log = run_recorded(fit, design, privacy, make_rng(s), options=options)
         index = find_release(log, name, occurrence)
         if index is not None:
             return index, [r.noisy for r in log[:index]]
@@ -298,18 +298,14 @@ def _locate(
     else:
         prefix_list = [None if f is None else np.asarray(f, dtype=float) for f in (forced or [])]
         for found in range(seed, seed + attempts):
-            _, log = run_recorded(
-                fit, pair.d, privacy, np.random.default_rng(found), forcing=Forcing(prefix_list), options=options
-            )
+            _, log = run_recorded(fit, pair.d, privacy, make_rng(found), forcing=Forcing(prefix_list), options=options)
             index = find_release(log, name, occurrence)
             if index is not None:
                 break
         else:
             raise ValueError(f"release {name!r} was not made in {attempts} runs on D with these forced outputs")
         prefix_list = (prefix_list + [None] * index)[:index]
-    _, log = run_recorded(
-        fit, pair.d, privacy, np.random.default_rng(found), forcing=Forcing(prefix_list, index), options=options
-    )
+    _, log = run_recorded(fit, pair.d, privacy, make_rng(found), forcing=Forcing(prefix_list, index), options=options)
     if len(log) <= index or log[index].name != name:
         raise ValueError(f"release {name!r} is not reached with the forced outputs")
     return index, prefix_list, log[index]
@@ -347,7 +343,7 @@ def _sample_batched(
     design: Design,
     privacy: PrivacyRequest,
     seed: int,
-    noise_seed: np.random.SeedSequence,
+    noise_rng: np.random.Generator,
     name: str,
     index: int,
     prefix: list[np.ndarray | None],
@@ -359,10 +355,10 @@ def _sample_batched(
         raise NotBatchable("the batched engine needs every release before the audited one forced")
     forcing = Forcing(prefix, stop_at=index)
     proxy = BatchingGenerator(
-        np.random.default_rng(seed),
+        make_rng(seed),
         runs,
         active=lambda: forcing.log is not None and len(forcing.log) == index,
-        batch_rng=np.random.default_rng(noise_seed),
+        batch_rng=noise_rng,
     )
     _, log = run_recorded(fit, design, privacy, proxy, forcing=forcing, options=options)
     release = log[index] if len(log) > index else None
@@ -398,7 +394,7 @@ def collect_graybox_samples(
     shape = tuple(np.shape(reference.value))
     used = engine
     if engine in ("auto", "batched"):
-        noise_d, noise_p = np.random.SeedSequence(seed).spawn(2)
+        noise_d, noise_p = independent_rngs(seed, 2)
         try:
             noisy_d, value_d, eps_d = _sample_batched(
                 fit, pair.d, privacy, seed, noise_d, name, index, prefix, shape, runs, options
@@ -412,7 +408,7 @@ def collect_graybox_samples(
                 raise
             used = "runs"
     if used == "runs":
-        rng_d, rng_p = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+        rng_d, rng_p = independent_rngs(seed, 2)
         noisy_d, value_d, eps_d = _sample_runs(fit, pair.d, privacy, rng_d, name, index, prefix, shape, runs, options)
         noisy_p, value_p, eps_p = _sample_runs(
             fit, pair.d_prime, privacy, rng_p, name, index, prefix, shape, runs, options

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..mechanisms.base import PrivacyRequest, Release
-from ..noise import NoisyRelease
+from ..noise import NoisyRelease, make_rng
 from .neighbours import NeighbourPair
 from .runner import CoreMechanism, Forcing, run_recorded
 
@@ -215,10 +215,10 @@ def replay(
     for pair in pairs:
         n_pairs += 1
         for seed in seeds:
-            out_d, log_d = run_recorded(fit, pair.d, privacy, np.random.default_rng(seed), options=options)
+            out_d, log_d = run_recorded(fit, pair.d, privacy, make_rng(seed), options=options)
             forced = [r.noisy for r in log_d]
             out_p, log_p = run_recorded(
-                fit, pair.d_prime, privacy, np.random.default_rng(seed), forcing=Forcing(forced), options=options
+                fit, pair.d_prime, privacy, make_rng(seed), forcing=Forcing(forced), options=options
             )
             compared, problems = _compare(log_d, log_p, rtol, atol)
             if check_outputs and out_d is not None and out_p is not None and not _same_release(out_d, out_p, rtol):
