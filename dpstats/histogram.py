@@ -77,7 +77,6 @@ section 4.3) and the thresholding rules are in dpstats/histogram_layout.py.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -103,6 +102,7 @@ from .histogram_layout import (
 )
 from .noise import RandomState, laplace_mechanism, make_rng
 from .privacy import PrivacySpent, check_eps
+from .quantile_fits import check_quantile
 from .weighted_fits import (
     WeightedFit,
     weighted_least_squares,
@@ -396,13 +396,6 @@ def fit_cells(
         return weighted_quantile_regression(X, y, weights, q), "centre"
     half = 0.5 * bin_width
     return weighted_quantile_regression_binned(X, y - half, y + half, weights, q), "integrated"
-
-
-def check_quantile(q: object) -> float:
-    """Validate a quantile: a number in (0, 1)."""
-    if isinstance(q, bool | np.bool_) or not isinstance(q, numbers.Real) or not 0.0 < float(q) < 1.0:
-        raise ValueError("q must be a number in (0, 1)")
-    return float(q)
 
 
 def histogram_privacy(eps: float) -> PrivacySpent:

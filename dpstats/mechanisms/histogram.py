@@ -41,8 +41,9 @@ import numpy as np
 import pandas as pd
 
 from ..design import Design
-from ..histogram import SE_NOTE, CellFit, NoisyHistogram, check_quantile, check_response, fit_cells, release_histogram
+from ..histogram import SE_NOTE, CellFit, NoisyHistogram, check_response, fit_cells, release_histogram
 from ..histogram_layout import Threshold, build_layout, check_threshold
+from ..quantile_fits import check_quantile
 from .base import PrivacyRequest, Release
 
 DEFAULTS: dict[str, object] = {"bins": None, "threshold": "enhanced", "sheppard": False}

@@ -92,6 +92,7 @@ import numpy as np
 from .. import noise
 from ..design import Design
 from ..privacy import PrivacySpent
+from ..quantile_fits import check_quantile
 from . import kng_sampler
 from .base import MechanismSpec, PrivacyRequest, Release
 
@@ -139,13 +140,6 @@ def check_steps(steps: object) -> int:
     if isinstance(steps, bool | np.bool_) or not isinstance(steps, numbers.Integral) or int(steps) < 1:
         raise ValueError("steps must be a positive integer (the chain length, fixed before the data are read)")
     return int(steps)
-
-
-def check_quantile(q: object) -> float:
-    """A quantile strictly between 0 and 1."""
-    if isinstance(q, bool | np.bool_) or not isinstance(q, numbers.Real) or not 0.0 < float(q) < 1.0:
-        raise ValueError("q must be a number in (0, 1)")
-    return float(q)
 
 
 def check_request(delta: float, options: Mapping[str, object]) -> None:
