@@ -33,3 +33,13 @@ def test_readme_states_the_two_commands() -> None:
     for command in commands:
         assert (ROOT / command).is_file()
     assert "scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_method_table_matches_the_registry() -> None:
+    """Every registered mechanism has a row, and the rows that say "quantile regression" are the ones that fit it."""
+    from dpstats.mechanisms import REGISTRY
+
+    rows = re.findall(r"^\| `(\w+)`[^|]*\|[^|]*\| ([^|]*) \|", (ROOT / "README.md").read_text(), flags=re.MULTILINE)
+    assert sorted(name for name, _ in rows) == sorted(REGISTRY)
+    for name, fits in rows:
+        assert ("quantile regression" in fits) == ("quantreg" in REGISTRY[name].estimators), name
