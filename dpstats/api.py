@@ -6,8 +6,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from .formula import build_design, caller_environment, check_bounds
+from .formula import build_design
 from .mechanisms import PrivacyRequest, choose_auto, get_mechanism
+from .metadata import check_bounds
 from .noise import RandomState, make_rng
 from .privacy import PrivacySpent, check_delta, check_eps
 from .quantile_fits import DPQuantileFits, check_quantiles
@@ -23,16 +24,21 @@ def dp_ols(
     method: str = "auto",
     delta: float = 0.0,
     random_state: RandomState = None,
-    missing: str = "raise",
+    missing: str = "impute",
     **options: object,
 ) -> DPRegressionResults:
     """Differentially private least squares from a formula.
 
     Parameters
     ----------
-    formula : patsy formula, e.g. ``"y ~ x + C(region)"``. Fixed transforms
-        (``np.log(x)``, ``I(x**2)``), interactions and ``- 1`` are allowed;
-        data-dependent transforms (``center``, ``standardize``) are not.
+    formula : patsy formula, e.g. ``"y ~ x + C(region)"``, of row-wise maps
+        only (dpstats/formula_grammar.py): column names, numbers,
+        ``+ - * / **``, comparisons, the element-wise functions ``np.log``,
+        ``np.log1p``, ``np.exp``, ``np.sqrt``, ``np.abs``, ``np.sin``, ...,
+        ``I()``, ``Q()``, ``C()`` with patsy's contrasts, interactions and
+        ``- 1``. Anything that reads other rows (``x.mean()``, ``np.roll``,
+        ranks, cumulative sums, ``center``, ``standardize``) is refused before
+        the data are read.
     data : DataFrame (or dict of columns) holding the private rows.
     eps : total privacy budget of the call (> 0, finite).
     bounds : public bounds ``{name: (lower, upper)}`` for every numeric variable
@@ -41,9 +47,15 @@ def dp_ols(
     method : ``"auto"`` or a registered mechanism (``"noisystats"``).
     delta : for approximate-DP mechanisms; must be 0 for pure ones.
     random_state : None (fresh OS entropy), an int, or a numpy Generator.
-    missing : ``"raise"`` (default) or ``"midpoint"``, which replaces a missing
-        numeric value by the midpoint of its declared bounds: a row-wise map,
-        so the guarantee is unchanged (the estimate is biased towards it).
+    missing : ``"impute"`` (default) gives every bad cell a row-wise
+        treatment, so that no private row can make the call raise: a missing,
+        non-finite or non-numeric numeric cell becomes the midpoint of its
+        declared bounds (infinities the bound they pass), an undeclared or
+        missing level the first declared level (dpstats/cells.py). The
+        guarantee is unchanged; the estimate is biased towards the imputed
+        values, so inspect the data first (:func:`dpstats.inspect`).
+        ``"raise"`` is the curator's opt-in: it raises on the first bad cell,
+        and that error describes confidential data (never for publication).
     **options : the mechanism's hyperparameters.
 
     Neighbouring datasets differ in one row and have the same n (public).
@@ -62,7 +74,7 @@ def dp_quantreg(
     method: str = "auto",
     delta: float = 0.0,
     random_state: RandomState = None,
-    missing: str = "raise",
+    missing: str = "impute",
     **options: object,
 ) -> DPRegressionResults | DPQuantileFits:
     """Differentially private quantile regression from a formula.
@@ -95,7 +107,7 @@ def dp_quantreg(
     rng = make_rng(random_state)  # one stream for all quantiles: their noise is independent
     part, part_delta = eps / len(quantiles), delta / len(quantiles)
     fits = []
-    for tau in quantiles:  # a plain loop: _fit finds the caller's namespace two frames up
+    for tau in quantiles:
         fits.append(
             _fit("quantreg", formula, data, part, bounds, levels, method, part_delta, rng, missing, options, q=tau)
         )
@@ -128,9 +140,7 @@ def _fit(
     hyper = spec.check_options(options)
     spec.check_privacy(delta, hyper)
     rng = make_rng(random_state)
-    design, formula_spec = build_design(
-        formula, data, bounds, levels, caller_environment(2), need_bounds=spec.needs_bounds, missing=missing
-    )
+    design, formula_spec = build_design(formula, data, bounds, levels, need_bounds=spec.needs_bounds, missing=missing)
     spec.check_design(design)
     quantile = {} if q is None else {"q": q}  # quantile regression: the mechanism's fit gets q
     release = spec.fit(design, PrivacyRequest(eps=eps, delta=delta), rng, **hyper, **quantile)

@@ -24,17 +24,16 @@ class FormulaVariables:
     ``frame`` holds the columns the formula uses after the row-wise
     preparation of :func:`dpstats.formula.prepare_frame` (numeric ones clipped
     to their declared bounds, categorical ones as Categoricals with their
-    declared levels); ``bounds`` and ``levels`` are the declared metadata and
-    ``eval_env`` the namespace the formula was evaluated in, so that the same
-    formula can be evaluated on public rows such as cell centres. Like the rest
-    of the :class:`Design` it lives only for the duration of the call.
+    declared levels); ``bounds`` and ``levels`` are the declared metadata, so
+    that the same formula can be evaluated on public rows such as cell
+    centres. Like the rest of the :class:`Design` it lives only for the
+    duration of the call.
     """
 
     formula: str
     frame: Any
     bounds: Mapping[str, tuple[float, float]]
     levels: Mapping[str, tuple]
-    eval_env: Any
 
 
 @dataclass(frozen=True)

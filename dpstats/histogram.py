@@ -83,15 +83,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .formula import (
-    MISSING_POLICIES,
-    build_design,
-    caller_environment,
-    check_bounds,
-    check_levels,
-    formula_variables,
-    prepare_frame,
-)
+from .cells import check_missing
+from .formula import build_design, formula_variables, prepare_frame
 from .histogram_layout import (
     HistogramLayout,
     Threshold,
@@ -100,6 +93,7 @@ from .histogram_layout import (
     cutoff,
     thresholded,
 )
+from .metadata import check_bounds, check_levels
 from .noise import RandomState, laplace_mechanism, make_rng
 from .privacy import PrivacySpent, check_eps
 from .quantile_fits import check_quantile
@@ -205,7 +199,7 @@ class NoisyHistogram:
         continuous regressors to correct for grouping (module docstring).
         Returns a :class:`~dpstats.results.DPRegressionResults`.
         """
-        return self._result("ols", formula, None, threshold, caller_environment(1), sheppard=sheppard)
+        return self._result("ols", formula, None, threshold, sheppard=sheppard)
 
     def quantreg(self, formula: str, q: float = 0.5, *, threshold: Threshold | None = None, response: str = "auto"):
         """Weighted quantile regression at quantile ``q`` on the cells (Lei 2011, section 3.2).
@@ -218,7 +212,7 @@ class NoisyHistogram:
         no further privacy cost.
         """
         q = check_quantile(q)
-        return self._result("quantreg", formula, q, threshold, caller_environment(1), check_response(response))
+        return self._result("quantreg", formula, q, threshold, check_response(response))
 
     def __repr__(self) -> str:
         axes = "; ".join(a.describe() for a in self.layout.axes)
@@ -253,7 +247,6 @@ class NoisyHistogram:
         formula: str,
         q: float | None,
         threshold: Threshold | None,
-        eval_env,
         response: str = "auto",
         sheppard: bool | Sequence[str] = False,
     ):
@@ -269,7 +262,7 @@ class NoisyHistogram:
         levels = {k: v for k, v in self.layout.declared_levels().items() if k in names}
 
         def design_at(frame: pd.DataFrame):
-            return build_design(formula, frame, {}, levels, eval_env, need_bounds=False)
+            return build_design(formula, frame, {}, levels, need_bounds=False)
 
         design, spec = design_at(cells)
         correction = None
@@ -317,13 +310,12 @@ class NoisyHistogram:
         formula: str,
         q: float | None,
         threshold: Threshold | None,
-        eval_env,
         response: str = "auto",
         sheppard: bool | Sequence[str] = False,
     ):
         from .results import DPRegressionResults
 
-        cell_fit, spec, y_name = self.fit_formula(estimator, formula, q, threshold, eval_env, response, sheppard)
+        cell_fit, spec, y_name = self.fit_formula(estimator, formula, q, threshold, response, sheppard)
         p = len(cell_fit.term_names)
         return DPRegressionResults(
             estimator=estimator,
@@ -426,7 +418,7 @@ def noisy_histogram(
     bins: int | Mapping[str, int] | None = None,
     threshold: Threshold = "enhanced",
     random_state: RandomState = None,
-    missing: str = "raise",
+    missing: str = "impute",
 ) -> NoisyHistogram:
     """Release an eps-DP perturbed histogram of ``columns`` (Lei 2011, section 2.2 and Algorithm 1).
 
@@ -438,15 +430,17 @@ def noisy_histogram(
     bounds : public ``{name: (lower, upper)}`` for every numeric column; the
         data are clipped to them and each is cut into equal bins.
     levels : public ``{name: [...]}`` for every categorical column: one cell
-        per declared level (a bool column defaults to ``[False, True]``).
+        per declared level. A column without declared levels is numeric,
+        whatever its dtype (a bool column: declare ``[False, True]``).
     bins : bins per numeric column: an int for all, a dict per column, or None
         for the paper's rule (:func:`default_bins`).
     threshold : the fits' default: ``"enhanced"`` (``A log(n) / eps`` with
         A = 1/2, section 4.2), ``"nonnegative"`` (Algorithm 1'), ``"none"``
         (Algorithm 1) or a number A for ``A log(n) / eps``.
     random_state : None (fresh OS entropy), an int, or a numpy Generator.
-    missing : ``"raise"`` or ``"midpoint"`` (a missing numeric value becomes
-        the midpoint of its bounds, a row-wise map).
+    missing : ``"impute"`` (the default: each bad cell gets the row-wise
+        treatment of dpstats/cells.py) or ``"raise"`` (the curator's opt-in; its
+        errors describe confidential data).
 
     Neighbouring datasets differ in one row and have the same n (public).
     """
@@ -469,15 +463,9 @@ def noisy_histogram(
         raise ValueError(f"column names {reserved} are reserved for to_frame()")
     declared_bounds = check_bounds(bounds)
     declared_levels = check_levels(levels)
-    implied = {c: (False, True) for c in columns if c not in declared_levels and pd.api.types.is_bool_dtype(data[c])}
-    declared_levels = {**implied, **declared_levels}
     if len(data) < 2:
         raise ValueError("data must have at least 2 rows")
-    for name in columns:
-        if name not in declared_levels and not pd.api.types.is_numeric_dtype(data[name].dtype):
-            raise TypeError(f"column {name!r} is not numeric; declare its categories with levels={{{name!r}: [...]}}")
-    if missing not in MISSING_POLICIES:
-        raise ValueError(f"missing must be one of {MISSING_POLICIES}")
+    missing = check_missing(missing)
     layout = build_layout(columns, declared_bounds, declared_levels, bins, len(data), eps)
     rng = make_rng(random_state)
     frame = prepare_frame(data, columns, declared_bounds, declared_levels, missing)

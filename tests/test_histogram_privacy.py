@@ -54,7 +54,7 @@ from dpstats.audit import (
     understated_sensitivity,
     weaker_noise,
 )
-from dpstats.formula import build_design, caller_environment
+from dpstats.formula import build_design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms import histogram as mech
 
@@ -79,7 +79,7 @@ def _formula_pairs() -> list[NeighbourPair]:
             d, d_prime = base.copy(), base.copy()
             d.loc[5, ["y", "x", "g"]] = list(old)
             d_prime.loc[5, ["y", "x", "g"]] = list(new)
-            designs = [build_design("y ~ x + C(g)", f, BOUNDS, LEVELS, caller_environment(0))[0] for f in (d, d_prime)]
+            designs = [build_design("y ~ x + C(g)", f, BOUNDS, LEVELS)[0] for f in (d, d_prime)]
             pairs.append(NeighbourPair(f"last row {old} -> {new}", *designs))
     return pairs + [p.swapped() for p in pairs]
 

@@ -33,7 +33,6 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
-from patsy import EvalEnvironment
 
 import dpstats
 from dpstats.formula import build_design
@@ -60,7 +59,7 @@ def grunfeld() -> pd.DataFrame:
 
 def scaled_problem(formula: str, data: pd.DataFrame, bounds: dict, levels: dict | None):
     """The design, its map onto the scaled problem, and the scaled (X, v), as kng.fit builds them."""
-    design, _ = build_design(formula, data, bounds, levels, EvalEnvironment.capture(), need_bounds=True)
+    design, _ = build_design(formula, data, bounds, levels, need_bounds=True)
     scale = kng.UnitBoxScale.from_design(design)
     X, v = scale.transform(design)
     return design, scale, X, v

@@ -121,16 +121,17 @@ def test_failed_fit_leaks_nothing():
 def test_missing_midpoint_leaks_nothing():
     frame = make_frame()
     frame.iloc[7, frame.columns.get_loc("x")] = np.nan
-    res = fit_quietly("y ~ x + z", frame, eps=20.0, bounds=BOUNDS, missing="midpoint", random_state=1)
+    res = fit_quietly("y ~ x + z", frame, eps=20.0, bounds=BOUNDS, random_state=1)
     assert_result_clean(res)
 
 
 # --------------------------------------------------------------------------
-# Error paths
+# Bad cells (row-wise by default, an error for the curator under missing="raise")
+# and schema errors
 # --------------------------------------------------------------------------
 
 
-def _error_paths(labelled):
+def _bad_cell_paths(labelled):
     def make_frame_(**kw):
         return make_frame(labelled=labelled, **kw)
 
@@ -142,49 +143,66 @@ def _error_paths(labelled):
     numeric_levels.iloc[10, numeric_levels.columns.get_loc("k")] = SENTINEL
     domain = make_frame_().assign(w=np.linspace(1, 2, 60))
     domain.iloc[11, domain.columns.get_loc("w")] = -SENTINEL
-    string_x = make_frame_().assign(s=lambda f: f.unused_str)
     suffix = ", row labels" if labelled else ""
     paths = [
         ("undeclared level", "y ~ x + g", undeclared, {"levels": LEVELS}),
         ("undeclared level, formula levels", "y ~ x + C(g, levels=['lo', 'hi'])", undeclared, {}),
         ("NaN", "y ~ x + z", nan_frame, {}),
-        ("NaN, no bounds for midpoint", "y ~ x + unused_num", nan_frame.assign(unused_num=np.nan), {}),
         ("numeric C() levels", "y ~ x + C(k, levels=[1.0, 2.0, 3.0])", numeric_levels, {}),
-        ("numeric C() levels, mixed use", "y ~ k + C(k, levels=[1.0, 2.0, 3.0])", numeric_levels, {}),
         ("transform out of domain", "y ~ np.log(w)", domain, {"bounds": {"y": (-20, 40), "np.log(w)": (0, 1)}}),
-        ("non-numeric without levels", "y ~ x + s", string_x, {}),
-        ("bounds missing", "y ~ x + unused_num", make_frame_(), {}),
     ]
     return [(label + suffix, *rest) for label, *rest in paths]
 
 
-@pytest.mark.parametrize(
-    ("label", "formula", "frame", "extra"),
-    _error_paths(labelled=False) + _error_paths(labelled=True),
-    ids=lambda v: v if isinstance(v, str) else "",
-)
-def test_error_paths_leak_nothing(label, formula, frame, extra):
-    kwargs = {"eps": 1.0, "bounds": BOUNDS, "random_state": 0, **extra}
-    if label.startswith("numeric C() levels, mixed use"):
-        # k is also used as a number, so it stays numeric and patsy itself meets
-        # the sentinel (inside these bounds, so not clipped) in C(k, levels=...)
-        kwargs["bounds"] = {**BOUNDS, "k": (0.0, 1e6)}
+def _schema_paths(labelled):
+    frame = make_frame(labelled=labelled)
+    numeric_levels = frame.assign(k=np.resize([1.0, 2.0, 3.0], 60))
+    numeric_levels.iloc[10, numeric_levels.columns.get_loc("k")] = SENTINEL
+    paths = [
+        ("NaN, no bounds for midpoint", "y ~ x + unused_num", frame.assign(unused_num=np.nan), {}),
+        ("numeric C() levels, mixed use", "y ~ k + C(k, levels=[1.0, 2.0, 3.0])", numeric_levels, {}),
+        ("non-numeric without levels", "y ~ x + s", frame.assign(s=frame.unused_str), {}),
+        ("bounds missing", "y ~ x + unused_num", frame, {}),
+        ("cross-row formula", "y ~ I(x - x.mean())", frame, {"bounds": {**BOUNDS, "I(x - x.mean())": (-9, 9)}}),
+    ]
+    return [(label + (", row labels" if labelled else ""), *rest) for label, *rest in paths]
+
+
+def _raise_quietly(formula, frame, kwargs):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises((ValueError, TypeError)) as info:
             dp_ols(formula, frame, **kwargs)
     assert caught == [], [str(w.message) for w in caught]
-    assert_clean(str(info.value), label)
-    assert_clean(repr(info.value), label)
-    assert info.value.__cause__ is None or "987654" not in str(info.value.__cause__)
+    return info.value
 
 
-def test_sentinel_level_error_names_the_column_only():
-    frame = make_frame()
-    frame.iloc[8, frame.columns.get_loc("g")] = SENTINEL_LEVEL
-    with pytest.raises(ValueError, match="column 'g'") as info:
-        dp_ols("y ~ x + g", frame, eps=1.0, bounds=BOUNDS, levels=LEVELS, random_state=0)
-    assert info.value.__suppress_context__ or info.value.__context__ is None
+@pytest.mark.parametrize(
+    ("label", "formula", "frame", "extra"),
+    _bad_cell_paths(labelled=False) + _bad_cell_paths(labelled=True),
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_bad_cells_leak_nothing_by_default_nor_in_the_curators_error(label, formula, frame, extra):
+    kwargs = {"eps": 1.0, "bounds": BOUNDS, "random_state": 0, **extra}
+    assert_result_clean(fit_quietly(formula, frame, **kwargs))
+    error = _raise_quietly(formula, frame, {**kwargs, "missing": "raise"})
+    assert "curator" in str(error)
+    assert_clean(str(error), label)
+    assert_clean(repr(error), label)
+    assert error.__cause__ is None or "987654" not in str(error.__cause__)
+
+
+@pytest.mark.parametrize(
+    ("label", "formula", "frame", "extra"),
+    _schema_paths(labelled=False) + _schema_paths(labelled=True),
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_schema_errors_leak_nothing(label, formula, frame, extra):
+    kwargs = {"eps": 1.0, "bounds": BOUNDS, "random_state": 0, **extra}
+    error = _raise_quietly(formula, frame, kwargs)
+    assert_clean(str(error), label)
+    assert_clean(repr(error), label)
+    assert error.__cause__ is None or "987654" not in str(error.__cause__)
 
 
 # --------------------------------------------------------------------------

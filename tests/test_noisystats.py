@@ -21,7 +21,6 @@ the variance checks reject a noise scale off by 10% or more.
 
 import numpy as np
 import pandas as pd
-import patsy
 import pytest
 
 import dpstats
@@ -30,7 +29,7 @@ from dpstats.mechanisms import PrivacyRequest, noisystats
 
 
 def _design(formula, frame, bounds):
-    design, _ = build_design(formula, frame, bounds, None, patsy.EvalEnvironment.capture(0))
+    design, _ = build_design(formula, frame, bounds, None)
     return design
 
 

@@ -109,7 +109,7 @@ def _fit_variables(
     }
     layout = build_layout(list(frame.columns), variables.bounds, levels, bins, design.n, eps)
     hist = release_histogram(frame, layout, eps, threshold, rng)
-    cell_fit, _, _ = hist.fit_formula(estimator, variables.formula, q, None, variables.eval_env, response, sheppard)
+    cell_fit, _, _ = hist.fit_formula(estimator, variables.formula, q, None, response, sheppard)
     if cell_fit.term_names != design.term_names:
         raise RuntimeError("the formula gave different design columns on the cells than on the data")
     return hist, cell_fit
