@@ -18,6 +18,7 @@ _LAZY = {
     "dp_quantreg": "dpstats.api",
     "DPQuantileFits": "dpstats.quantile_fits",
     "noisy_histogram": "dpstats.histogram",
+    "inspect": "dpstats.curator",
     "DPRegressionResults": "dpstats.results",
     "Summary": "dpstats.summary",
     "PrivacySpent": "dpstats.privacy",

@@ -4,7 +4,7 @@ Usage::
 
     dpstats ols "FORMULA" --data CSV --eps 1 --bounds var=lo:hi [--bounds ...]
                 [--levels var=a,b,c ...] [--method auto|noisystats] [--delta D]
-                [--seed N] [--option name=value ...] [--missing raise|midpoint]
+                [--seed N] [--option name=value ...] [--missing impute|raise]
                 [--format text|latex|markdown|json]
     dpstats demo [--eps 1] [--seed N] [--format text|latex|markdown|json]
 
@@ -19,6 +19,7 @@ This module imports only the standard library at import time, so that
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import sys
@@ -124,41 +125,6 @@ def parse_options(specs: Sequence[str]) -> dict[str, object]:
     return options
 
 
-def _numeric_level(text: str, integer: bool) -> float | int:
-    value = float(text)
-    return int(value) if integer and value.is_integer() else value
-
-
-def coerce_levels(levels: Mapping[str, Sequence[str]], data: pd.DataFrame) -> dict[str, list[object]]:
-    """Convert declared levels to the dtype of their CSV column.
-
-    Levels given on the command line are strings; a numeric (or boolean)
-    column gets numeric (or boolean) levels so that they match. Only the
-    column's dtype is used, never its values.
-    """
-    import pandas as pd
-
-    out: dict[str, list[object]] = {}
-    for name, values in levels.items():
-        if name not in data.columns:
-            raise CLIError(f"--levels: {name!r} is not a column of --data")
-        dtype = data[name].dtype
-        if pd.api.types.is_bool_dtype(dtype):
-            truth = {"true": True, "false": False, "1": True, "0": False}
-            if any(v.lower() not in truth for v in values):
-                raise CLIError(f"--levels {name}: column {name!r} is boolean; levels must be true/false")
-            out[name] = [truth[v.lower()] for v in values]
-        elif pd.api.types.is_numeric_dtype(dtype):
-            integer = pd.api.types.is_integer_dtype(dtype)
-            try:
-                out[name] = [_numeric_level(v, integer) for v in values]
-            except ValueError:
-                raise CLIError(f"--levels {name}: column {name!r} is numeric; its levels must be numbers") from None
-        else:
-            out[name] = list(values)
-    return out
-
-
 def _check_bound_names(bounds: Mapping[str, object], data: pd.DataFrame) -> None:
     """A bound on a plain name must be a column (a typo would otherwise be ignored)."""
     for name in bounds:
@@ -214,11 +180,30 @@ def render(res: DPRegressionResults, fmt: str) -> str:
 # --------------------------------------------------------------------------
 
 
-def _read_csv(path: str) -> pd.DataFrame:
+def _read_csv(path: str, categorical: Sequence[str]) -> pd.DataFrame:
+    """The CSV as a frame whose shape and cells do not depend on any other row.
+
+    Columns with declared levels are read as text, so that a cell matches a
+    level when it is written as the level is, whatever the other cells hold
+    (a numeric dtype would depend on every row). A row with too many fields
+    keeps its first ones, a row with too few gets missing cells, undecodable
+    bytes are replaced: a malformed row is treated row-wise like any bad cell,
+    and cannot make the command fail.
+    """
     import pandas as pd
 
+    source = io.StringIO(sys.stdin.read()) if path == "-" else path
     try:
-        return pd.read_csv(sys.stdin if path == "-" else path)
+        header = pd.read_csv(source, nrows=0, encoding_errors="replace")
+        if path == "-":
+            source.seek(0)
+        return pd.read_csv(
+            source,
+            dtype={name: str for name in categorical if name in header.columns},
+            engine="python",
+            on_bad_lines=lambda fields: fields[: len(header.columns)],
+            encoding_errors="replace",
+        )
     except FileNotFoundError:
         raise CLIError(f"--data: no such file {path!r}") from None
     except (OSError, ValueError, pd.errors.ParserError) as exc:
@@ -246,12 +231,12 @@ def run_ols(args: argparse.Namespace) -> str:
     options = parse_options(args.option)
     if args.seed is not None and args.seed < 0:
         raise CLIError("--seed must be a non-negative integer")
-    data = _read_csv(args.data)
+    data = _read_csv(args.data, list(levels))
     _check_bound_names(bounds, data)
     kwargs: dict[str, Any] = {
         "eps": args.eps,
         "bounds": bounds,
-        "levels": coerce_levels(levels, data),
+        "levels": levels,
         "method": args.method,
         "delta": args.delta,
         "random_state": args.seed,
@@ -321,9 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ols.add_argument(
         "--missing",
-        choices=("raise", "midpoint"),
-        default="raise",
-        help="missing numeric values: raise (default) or replace by the bounds' midpoint",
+        choices=("impute", "raise"),
+        default="impute",
+        help="bad cells: impute row-wise (default; see dpstats/cells.py) or raise (for the data curator only)",
     )
     ols.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     ols.set_defaults(run=run_ols)

@@ -155,6 +155,28 @@ def formula_variables(formula: str, columns: Sequence[str]) -> tuple[list[str], 
     return _used(_codes(desc.lhs_termlist), columns), _used(_codes(desc.rhs_termlist), columns)
 
 
+def admitted_variables(
+    formula: str, columns: Sequence, levels: Mapping[str, Sequence] | None
+) -> tuple[list[str], list[str], dict[str, tuple]]:
+    """Admit ``formula`` by the row-wise grammar and name what it uses, from public facts only.
+
+    Returns the columns it uses (the response's first), the regressors'
+    columns, and the levels of every categorical variable (declared in
+    ``levels`` or written as ``C(var, levels=[...])``).
+    """
+    desc = _parse(formula)
+    levels = check_levels(levels)
+    columns = [str(c) for c in columns]
+    lhs_codes, rhs_codes = _codes(desc.lhs_termlist), _codes(desc.rhs_termlist)
+    for code in lhs_codes + rhs_codes:
+        check_factor(code, columns)
+    lhs_vars, rhs_vars = _used(lhs_codes, columns), _used(rhs_codes, columns)
+    if not lhs_vars:
+        raise ValueError(f"the formula's response {formula.split('~', 1)[0].strip()!r} uses no column of data")
+    variables = lhs_vars + [v for v in rhs_vars if v not in lhs_vars]
+    return variables, rhs_vars, {**_formula_levels(desc, columns, levels), **levels}
+
+
 # --------------------------------------------------------------------------
 # Column bounds by interval arithmetic
 # --------------------------------------------------------------------------
@@ -358,20 +380,10 @@ def build_design(
     ``need_bounds=False`` is for mechanisms that need no data bounds (Tukey
     depth); categorical levels are always required.
     """
-    desc = _parse(formula)
     data = _check_data(data)
     missing = check_missing(missing)
     bounds = _normalized_bounds(check_bounds(bounds))
-    levels = check_levels(levels)
-    columns = [str(c) for c in data.columns]
-    lhs_codes, rhs_codes = _codes(desc.lhs_termlist), _codes(desc.rhs_termlist)
-    for code in lhs_codes + rhs_codes:
-        check_factor(code, columns)
-    lhs_vars, rhs_vars = _used(lhs_codes, columns), _used(rhs_codes, columns)
-    if not lhs_vars:
-        raise ValueError(f"the formula's response {formula.split('~', 1)[0].strip()!r} uses no column of data")
-    variables = lhs_vars + [v for v in rhs_vars if v not in lhs_vars]
-    levels = {**_formula_levels(desc, columns, levels), **levels}
+    variables, rhs_vars, levels = admitted_variables(formula, data.columns, levels)
 
     y_info, x_info = _design_infos(formula, _prototype(variables, bounds, levels))
     _check_declared_categories(x_info, levels, variables)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpstats.cli import CLIError, coerce_levels, jsonable, main, parse_bounds, parse_levels, parse_options
+from dpstats.cli import CLIError, jsonable, main, parse_bounds, parse_levels, parse_options
 
 ENGEL_BOUNDS = ["--bounds", "income=0:5000", "--bounds", "foodexp=0:2500"]
 
@@ -154,7 +154,7 @@ def test_numeric_levels_are_converted_to_match_the_column(engel_csv: str, capsys
     assert main(args) == 0
     doc = strict_json(capsys.readouterr().out)
     assert doc["terms"] == ["Intercept", "C(g)[T.2]", "C(g)[T.3]", "income"]
-    assert doc["levels"] == {"g": [1, 2, 3]}
+    assert doc["levels"] == {"g": ["1", "2", "3"]}  # read as written in the CSV
 
 
 def test_string_levels(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -200,25 +200,30 @@ def test_parse_levels_and_options() -> None:
         parse_options(["eps=2"])
 
 
-def test_coerce_levels_follows_the_column_dtype() -> None:
-    frame = pd.DataFrame(
-        {
-            "i": [1, 2],
-            "f": [1.0, 2.5],
-            "b": [True, False],
-            "s": ["1", "x"],
-        }
-    )
-    frame["s"] = frame["s"].astype(object)
-    levels = {"i": ["1", "2"], "f": ["1", "2.5"], "b": ["False", "true"], "s": ["1", "x"]}
-    out = coerce_levels(levels, frame)
-    assert out == {"i": [1, 2], "f": [1.0, 2.5], "b": [False, True], "s": ["1", "x"]}
-    assert all(isinstance(v, int) for v in out["i"])
-    assert all(isinstance(v, bool) for v in out["b"])
-    with pytest.raises(CLIError, match="numeric"):
-        coerce_levels({"i": ["a"]}, frame)
-    with pytest.raises(CLIError, match="not a column"):
-        coerce_levels({"zz": ["a"]}, frame)
+def test_levels_match_the_cells_as_written_whatever_the_other_rows(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A text cell in a numeric column must not change how the other cells match their levels."""
+    rows = [f"{1 + i % 3},{i / 10},{i / 5}" for i in range(40)]
+    clean, dirty = tmp_path / "clean.csv", tmp_path / "dirty.csv"
+    clean.write_text("g,x,y\n" + "\n".join(rows) + "\n")
+    dirty.write_text("g,x,y\n" + "\n".join([*rows[:-1], "oops,3.9,7.8"]) + "\n")
+    outputs = []
+    for path in (clean, dirty):
+        args = ["ols", "y ~ x + C(g)", "--data", str(path), "--eps", "1", "--seed", "3", "--format", "json"]
+        args += ["--bounds", "x=0:4", "--bounds", "y=0:8", "--levels", "g=1,2,3"]
+        assert main(args) == 0
+        outputs.append(strict_json(capsys.readouterr().out))
+    assert outputs[0]["terms"] == outputs[1]["terms"] == ["Intercept", "C(g)[T.2]", "C(g)[T.3]", "x"]
+
+
+def test_a_malformed_row_is_treated_row_wise(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [f"{i / 10},{i / 5}" for i in range(40)]
+    for bad in ("1.0,2.0,3.0,4.0", "1.0", "\xff\xfe,1"):
+        path = tmp_path / "bad.csv"
+        path.write_bytes(("x,y\n" + "\n".join([*rows[:-1], bad]) + "\n").encode("latin-1"))
+        assert main(["ols", "y ~ x", "--data", str(path), "--eps", "1", "--bounds", "x=0:4", "--bounds", "y=0:8"]) == 0
+        assert "Intercept" in capsys.readouterr().out
 
 
 def test_jsonable() -> None:
@@ -242,7 +247,6 @@ def test_jsonable() -> None:
         (["--seed", "-1"], "foodexp ~ income", "--seed"),
         (["--format", "xml"], "foodexp ~ income", "--format"),
         (["--method", "nope"], "foodexp ~ income", "unknown method 'nope'"),
-        (["--levels", "g=a,b"], "foodexp ~ income + C(g)", "--levels g"),
         ([], "foodexp ~ income + C(g)", "C(g)"),
     ],
 )
