@@ -16,13 +16,6 @@ from dpstats.cli import CLIError, jsonable, main, parse_bounds, parse_levels, pa
 ENGEL_BOUNDS = ["--bounds", "income=0:5000", "--bounds", "foodexp=0:2500"]
 
 
-@pytest.fixture(scope="module")
-def engel() -> pd.DataFrame:
-    from statsmodels.datasets import engel
-
-    return engel.load_pandas().data
-
-
 @pytest.fixture
 def engel_csv(tmp_path: Path, engel: pd.DataFrame) -> str:
     """The public engel data, plus an integer group column and a string column."""

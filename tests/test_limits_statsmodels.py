@@ -35,11 +35,6 @@ RELIGIOUS = {"religious": [1.0, 2.0, 3.0, 4.0]}
 
 
 @pytest.fixture(scope="module")
-def engel():
-    return sm.datasets.engel.load_pandas().data
-
-
-@pytest.fixture(scope="module")
 def fair():
     return sm.datasets.fair.load_pandas().data
 
