@@ -20,7 +20,7 @@ _LAZY = {
     "noisy_histogram": "dpstats.histogram",
     "inspect": "dpstats.curator",
     "DPRegressionResults": "dpstats.results",
-    "Summary": "dpstats.summary",
+    "Summary": "dpstats.render",
     "PrivacySpent": "dpstats.privacy",
 }
 

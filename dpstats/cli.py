@@ -21,17 +21,17 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import math
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from .render import FORMATS
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from .results import DPRegressionResults
 
-FORMATS = ("text", "latex", "markdown", "json")
 EXIT_USAGE = 2
 
 
@@ -133,49 +133,6 @@ def _check_bound_names(bounds: Mapping[str, object], data: pd.DataFrame) -> None
 
 
 # --------------------------------------------------------------------------
-# Output
-# --------------------------------------------------------------------------
-
-
-def jsonable(obj: object) -> Any:
-    """``obj`` as plain JSON values: NaN and infinities become ``None``.
-
-    Handles dicts, lists, tuples, numpy arrays and scalars, pandas objects'
-    ``tolist`` and anything else by ``str``.
-    """
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    if isinstance(obj, int):
-        return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Mapping):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in obj]
-    if hasattr(obj, "tolist"):  # numpy arrays and scalars, pandas Index/Series
-        return jsonable(obj.tolist())
-    return str(obj)
-
-
-def dumps(obj: object) -> str:
-    """Strict JSON (no NaN) of ``obj``, indented."""
-    return json.dumps(jsonable(obj), indent=2, allow_nan=False)
-
-
-def render(res: DPRegressionResults, fmt: str) -> str:
-    """The result in one of :data:`FORMATS`."""
-    if fmt == "json":
-        return dumps(res.to_dict())
-    summary = res.summary()
-    if fmt == "latex":
-        return summary.as_latex()
-    if fmt == "markdown":
-        return summary.as_markdown()
-    return summary.as_text()
-
-
-# --------------------------------------------------------------------------
 # Commands
 # --------------------------------------------------------------------------
 
@@ -244,6 +201,8 @@ def run_ols(args: argparse.Namespace) -> str:
         **options,
     }
     res = _fit(args.formula, data, kwargs)
+    from .render import render
+
     return render(res, args.format)
 
 

@@ -42,6 +42,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .render import plain
+
 COLUMN_TYPES = ("double", "integer", "logical", "character", "factor", "date", "datetime")
 R_INT_MIN = -(2**31)  # NA_integer_ and NA (logical) in R's memory
 R_INT_MAX = 2**31 - 1
@@ -50,27 +52,6 @@ R_INT_MAX = 2**31 - 1
 # --------------------------------------------------------------------------
 # Builtins only
 # --------------------------------------------------------------------------
-
-
-def plain(obj: Any) -> Any:
-    """``obj`` as nested builtins: dict (str keys), list, str, float, int, bool, None."""
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    if isinstance(obj, (int, float)):
-        return obj if type(obj) in (int, float) else (int(obj) if isinstance(obj, int) else float(obj))
-    if isinstance(obj, np.generic):
-        return plain(obj.item())
-    if isinstance(obj, np.ndarray):
-        return plain(obj.tolist())
-    if isinstance(obj, (pd.Series, pd.Index)):
-        return plain(obj.tolist())
-    if isinstance(obj, Mapping):
-        return {str(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [plain(v) for v in obj]
-    if obj is pd.NA or obj is pd.NaT:
-        return None
-    return str(obj)
 
 
 def _as_list(x: Any) -> list:

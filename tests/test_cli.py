@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpstats.cli import CLIError, jsonable, main, parse_bounds, parse_levels, parse_options
+from dpstats.cli import CLIError, main, parse_bounds, parse_levels, parse_options
 
 ENGEL_BOUNDS = ["--bounds", "income=0:5000", "--bounds", "foodexp=0:2500"]
 
@@ -217,12 +217,6 @@ def test_a_malformed_row_is_treated_row_wise(tmp_path, capsys: pytest.CaptureFix
         path.write_bytes(("x,y\n" + "\n".join([*rows[:-1], bad]) + "\n").encode("latin-1"))
         assert main(["ols", "y ~ x", "--data", str(path), "--eps", "1", "--bounds", "x=0:4", "--bounds", "y=0:8"]) == 0
         assert "Intercept" in capsys.readouterr().out
-
-
-def test_jsonable() -> None:
-    value = {"a": np.float64("nan"), "b": np.array([1.0, np.inf]), "c": (np.int64(2), None), 3: "x"}
-    assert jsonable(value) == {"a": None, "b": [1.0, None], "c": [2, None], "3": "x"}
-    json.dumps(jsonable(value), allow_nan=False)
 
 
 # --------------------------------------------------------------------------

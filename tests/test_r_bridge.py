@@ -434,10 +434,3 @@ def test_frame_from_columns_scalars_and_types() -> None:
         r_interop.frame_from_columns({"z": {"type": "complex", "values": [1], "na": [False]}})
     with pytest.raises(ValueError, match="differ in length"):
         r_interop.frame_from_columns({"z": {"type": "double", "values": [1.0, 2.0], "na": [False]}})
-
-
-def test_plain_converts_numpy_and_pandas_values() -> None:
-    value = {"a": np.float64(1.5), "b": np.arange(3), "c": (np.int32(2), None), 4: pd.NA, "e": np.bool_(True)}
-    out = r_interop.plain(value)
-    assert out == {"a": 1.5, "b": [0, 1, 2], "c": [2, None], "4": None, "e": True}
-    assert _is_builtin_tree(out)

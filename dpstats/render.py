@@ -1,20 +1,64 @@
-"""Renderers for :class:`~dpstats.summary.Summary`: text, LaTeX, Markdown, HTML."""
+"""Rendering in one place: the :class:`Summary` value and its text, LaTeX, Markdown, HTML and JSON forms.
+
+Everything here is presentation of released values: no module of the
+mechanisms, the front end or the results is imported, so results, the
+command line, the demo and the R bridge all render through this module
+(the multi-model tables to come will too). ``plain`` turns any result's
+``to_dict()`` into builtins for JSON and for R.
+"""
 
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-import numpy as np
+FORMATS = ("text", "latex", "markdown", "json")
+"""The output formats of :func:`render` (and of the command line)."""
 
-if TYPE_CHECKING:
-    from .summary import Summary
+
+@dataclass(frozen=True)
+class Summary:
+    """A rendered-on-demand summary table."""
+
+    title: str
+    model: tuple[tuple[str, str], ...]
+    privacy: tuple[tuple[str, str], ...]
+    coefficients: Any  # a pandas DataFrame: terms by columns
+    noisy_stats: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+
+    def as_text(self) -> str:
+        """Plain text, as statsmodels prints."""
+        return render_text(self)
+
+    def as_latex(self) -> str:
+        """A LaTeX ``table`` environment (booktabs rules)."""
+        return render_latex(self)
+
+    def as_markdown(self) -> str:
+        """GitHub-flavoured Markdown."""
+        return render_markdown(self)
+
+    def as_html(self) -> str:
+        """An HTML fragment."""
+        return render_html(self)
+
+    def _repr_html_(self) -> str:
+        return self.as_html()
+
+    def __str__(self) -> str:
+        return self.as_text()
+
 
 WIDTH = 78
 
 
 def _number(value: float) -> str:
-    if not np.isfinite(value):
+    if not math.isfinite(value):
         return "nan"
     return f"{value:.4f}" if abs(value) >= 1e-4 or value == 0 else f"{value:.3e}"
 
@@ -134,3 +178,59 @@ def render_html(summary: Summary) -> str:
     out += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows]
     out.append("</tbody></table><ol>" + "".join(f"<li>{esc(n)}</li>" for n in summary.notes) + "</ol></div>")
     return "\n".join(out)
+
+
+class Renderable(Protocol):
+    """What :func:`render` needs of a result."""
+
+    def summary(self) -> Summary: ...
+
+    def to_dict(self) -> dict: ...
+
+
+def plain(obj: Any) -> Any:
+    """``obj`` as nested builtins: dict (str keys), list, str, float, int, bool, None.
+
+    numpy and pandas values are recognised by their ``item`` / ``tolist``
+    methods, so this module imports neither; pandas' missing markers become None.
+    """
+    if obj is None or isinstance(obj, bool | str):
+        return obj
+    if isinstance(obj, int | float):
+        return obj if type(obj) in (int, float) else (int(obj) if isinstance(obj, int) else float(obj))
+    if type(obj).__name__ in ("NAType", "NaTType"):
+        return None
+    if isinstance(obj, Mapping):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set | frozenset):
+        return [plain(v) for v in obj]
+    if hasattr(obj, "tolist"):  # numpy arrays and scalars, pandas Series and Index
+        return plain(obj.tolist())
+    return str(obj)
+
+
+def _strict(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _strict(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_strict(v) for v in obj]
+    return obj
+
+
+def dumps(obj: object) -> str:
+    """Strict JSON of ``obj`` (NaN and infinities become null), indented."""
+    return json.dumps(_strict(plain(obj)), indent=2, allow_nan=False)
+
+
+def render(res: Renderable, fmt: str) -> str:
+    """A result in one of :data:`FORMATS`."""
+    if fmt == "json":
+        return dumps(res.to_dict())
+    summary = res.summary()
+    if fmt == "latex":
+        return summary.as_latex()
+    if fmt == "markdown":
+        return summary.as_markdown()
+    return summary.as_text()
