@@ -69,7 +69,7 @@ import numpy as np
 import pandas as pd
 
 import dpstats
-from dpstats.histogram import default_bins
+from dpstats.mechanisms.histogram.layout import default_bins
 
 N = 250_070
 FORMULA = "price ~ size + year + C(county)"

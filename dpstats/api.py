@@ -11,7 +11,8 @@ from .mechanisms import PrivacyRequest, choose_auto, get_mechanism
 from .metadata import check_bounds
 from .noise import RandomState, make_rng
 from .privacy import PrivacySpent, check_delta, check_eps
-from .quantile_fits import DPQuantileFits, check_quantiles
+from .quantile_fits import DPQuantileFits
+from .quantiles import check_quantiles
 from .results import DPRegressionResults
 
 
@@ -144,22 +145,16 @@ def _fit(
     spec.check_design(design)
     quantile = {} if q is None else {"q": q}  # quantile regression: the mechanism's fit gets q
     release = spec.fit(design, PrivacyRequest(eps=eps, delta=delta), rng, **hyper, **quantile)
-    return DPRegressionResults(
+    return DPRegressionResults.from_release(
+        release,
         estimator=estimator,
         spec=formula_spec,
         y_name=design.y_name,
         method=spec.name,
         method_title=spec.title,
         citation=spec.citation,
-        method_reason=reason,
         nobs=design.n,
-        privacy=release.privacy,
-        failed=release.failed,
-        reason=release.reason,
-        se_note=release.se_note,
         declared_bounds=check_bounds(bounds),
-        hyperparameters={**hyper, **release.hyperparameters},
-        _params=release.params,
-        _cov=release.cov,
-        _noisy_stats=dict(release.noisy_stats),
+        hyperparameters=hyper,
+        method_reason=reason,
     )

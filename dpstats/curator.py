@@ -124,7 +124,8 @@ def inspect(
     if not isinstance(data, pd.DataFrame):
         raise TypeError("data must be a pandas DataFrame or a dict of columns")
     declared_bounds = check_bounds(bounds)
-    variables, _, declared_levels = admitted_variables(formula, data.columns, levels)
+    lhs, rhs, declared_levels = admitted_variables(formula, data.columns, levels)
+    variables = lhs + [v for v in rhs if v not in lhs]
     rows, bad = [], np.zeros(len(data), dtype=bool)
     for name in variables:
         if name in declared_levels:

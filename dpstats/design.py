@@ -3,12 +3,12 @@
 A :class:`Design` holds the clipped response and design matrix of one call,
 with the public metadata the mechanisms need (column bounds, n, term names).
 It lives only for the duration of the call: nothing after the mechanism keeps
-it (DESIGN.md section 1).
+it (docs/DESIGN.md section 1).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,24 +16,27 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class FormulaVariables:
+class Variables:
     """The formula's own variables in one call, for mechanisms that work on
     variables rather than on design columns (Lei 2011's perturbed histogram
     bins each variable, not each dummy or interaction column).
 
-    ``frame`` holds the columns the formula uses after the row-wise
-    preparation of :func:`dpstats.formula.prepare_frame` (numeric ones clipped
-    to their declared bounds, categorical ones as Categoricals with their
-    declared levels); ``bounds`` and ``levels`` are the declared metadata, so
-    that the same formula can be evaluated on public rows such as cell
-    centres. Like the rest of the :class:`Design` it lives only for the
-    duration of the call.
+    ``frame`` holds the variables the formula uses after the front end's
+    row-wise preparation (numeric ones clipped to their declared bounds,
+    categorical ones as Categoricals with their declared levels), ``response``
+    names those of the response; ``bounds`` and ``levels`` are the declared
+    metadata. ``encode`` is a public map from rows of such variables (cell
+    centres, say) to ``(y, X)`` with the design's columns: the formula
+    evaluated elsewhere, so that a mechanism never imports the front end.
+    Like the rest of the :class:`Design` it lives only for the duration of
+    the call.
     """
 
-    formula: str
     frame: Any
+    response: tuple[str, ...]
     bounds: Mapping[str, tuple[float, float]]
     levels: Mapping[str, tuple]
+    encode: Callable[[Any], tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class Design:
     y_bounds: tuple[float, float] | None
     x_bounds: np.ndarray | None
     intercept_index: int | None
-    variables: FormulaVariables | None = field(default=None, repr=False, compare=False)
+    variables: Variables | None = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:

@@ -32,6 +32,7 @@ import ast
 import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -40,7 +41,7 @@ from patsy.build import _subterm_column_combinations
 from patsy.tokens import normalize_token_spacing
 
 from .cells import CURATOR_ONLY, categorical_cells, check_missing, numeric_cells
-from .design import Design, FormulaVariables
+from .design import Design, Variables
 from .formula_grammar import check_factor, evaluation_namespace
 from .intervals import Interval, OutsideDomain, UnboundedExpression, expression_bounds, product
 from .metadata import check_bounds, check_levels
@@ -142,27 +143,14 @@ def _formula_levels(desc: patsy.ModelDesc, columns: Collection[str], declared: d
     return found
 
 
-def formula_variables(formula: str, columns: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The columns among ``columns`` that the formula's response and regressors use.
-
-    For mechanisms that work on the formula's variables (the perturbed
-    histogram fits a formula on a subset of its columns). The formula is
-    admitted by the row-wise grammar first.
-    """
-    desc = _parse(formula)
-    for code in _codes(desc.lhs_termlist) + _codes(desc.rhs_termlist):
-        check_factor(code, columns)
-    return _used(_codes(desc.lhs_termlist), columns), _used(_codes(desc.rhs_termlist), columns)
-
-
 def admitted_variables(
     formula: str, columns: Sequence, levels: Mapping[str, Sequence] | None
 ) -> tuple[list[str], list[str], dict[str, tuple]]:
     """Admit ``formula`` by the row-wise grammar and name what it uses, from public facts only.
 
-    Returns the columns it uses (the response's first), the regressors'
-    columns, and the levels of every categorical variable (declared in
-    ``levels`` or written as ``C(var, levels=[...])``).
+    Returns the columns the response uses, those the regressors use, and the
+    levels of every categorical variable (declared in ``levels`` or written as
+    ``C(var, levels=[...])``).
     """
     desc = _parse(formula)
     levels = check_levels(levels)
@@ -173,8 +161,7 @@ def admitted_variables(
     lhs_vars, rhs_vars = _used(lhs_codes, columns), _used(rhs_codes, columns)
     if not lhs_vars:
         raise ValueError(f"the formula's response {formula.split('~', 1)[0].strip()!r} uses no column of data")
-    variables = lhs_vars + [v for v in rhs_vars if v not in lhs_vars]
-    return variables, rhs_vars, {**_formula_levels(desc, columns, levels), **levels}
+    return lhs_vars, rhs_vars, {**_formula_levels(desc, columns, levels), **levels}
 
 
 # --------------------------------------------------------------------------
@@ -338,6 +325,12 @@ def prepare_frame(
     return pd.DataFrame(columns, index=pd.RangeIndex(len(data)))
 
 
+def _encode(infos, variables: list[str], levels: dict[str, tuple], rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, X)`` of public ``rows`` of the variables, with the design's columns (Variables.encode)."""
+    y, X = _evaluate(infos, prepare_frame(rows, variables, {}, levels, "impute"))
+    return y[:, 0], X
+
+
 def _finite(values: np.ndarray, limits: np.ndarray | None, names: Sequence[str], missing: str) -> np.ndarray:
     """A transform's non-finite values (only for variables without bounds) made finite, then clipped."""
     bad = ~np.isfinite(values)
@@ -383,7 +376,8 @@ def build_design(
     data = _check_data(data)
     missing = check_missing(missing)
     bounds = _normalized_bounds(check_bounds(bounds))
-    variables, rhs_vars, levels = admitted_variables(formula, data.columns, levels)
+    lhs_vars, rhs_vars, levels = admitted_variables(formula, data.columns, levels)
+    variables = lhs_vars + [v for v in rhs_vars if v not in lhs_vars]
 
     y_info, x_info = _design_infos(formula, _prototype(variables, bounds, levels))
     _check_declared_categories(x_info, levels, variables)
@@ -407,7 +401,13 @@ def build_design(
         y_bounds=y_bounds,
         x_bounds=x_bounds,
         intercept_index=intercept[0] if intercept else None,
-        variables=FormulaVariables(formula=formula, frame=frame, bounds=bounds, levels=levels),
+        variables=Variables(
+            frame=frame,
+            response=tuple(lhs_vars),
+            bounds=bounds,
+            levels=levels,
+            encode=partial(_encode, [y_info, x_info], variables, levels),
+        ),
     )
     spec = FormulaSpec(
         formula=formula,

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .formula import FormulaSpec, design_for_new_data
+from .mechanisms.base import Release
 from .privacy import PrivacySpent
 from .render import Summary
 
@@ -48,6 +49,43 @@ class DPRegressionResults:
     _noisy_stats: Mapping[str, np.ndarray] = field(repr=False)
 
     # statsmodels names --------------------------------------------------
+
+    @classmethod
+    def from_release(
+        cls,
+        release: Release,
+        *,
+        estimator: str,
+        spec: FormulaSpec,
+        y_name: str,
+        method: str,
+        method_title: str,
+        citation: str,
+        nobs: int,
+        declared_bounds: Mapping[str, tuple[float, float]],
+        hyperparameters: Mapping[str, object] | None = None,
+        method_reason: str | None = None,
+    ) -> DPRegressionResults:
+        """The one way a result is made: from a mechanism's release and the call's public facts."""
+        return cls(
+            estimator=estimator,
+            spec=spec,
+            y_name=y_name,
+            method=method,
+            method_title=method_title,
+            citation=citation,
+            method_reason=method_reason,
+            nobs=nobs,
+            privacy=release.privacy,
+            failed=release.failed,
+            reason=release.reason,
+            se_note=release.se_note,
+            declared_bounds=dict(declared_bounds),
+            hyperparameters={**(hyperparameters or {}), **release.hyperparameters},
+            _params=release.params,
+            _cov=release.cov,
+            _noisy_stats=dict(release.noisy_stats),
+        )
 
     @property
     def term_names(self) -> list[str]:

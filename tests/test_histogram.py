@@ -29,15 +29,15 @@ import statsmodels.formula.api as smf
 import dpstats
 from dpstats import histogram as hg
 from dpstats.histogram import noisy_histogram
-from dpstats.histogram_layout import Axis, default_bins
-from dpstats.noise import recording
-from dpstats.weighted_fits import (
+from dpstats.mechanisms.histogram.layout import Axis, default_bins
+from dpstats.mechanisms.histogram.weighted_fits import (
     check_loss,
     integrated_check_loss,
     weighted_least_squares,
     weighted_quantile_regression,
     weighted_quantile_regression_binned,
 )
+from dpstats.noise import recording
 
 BOUNDS = {"y": (-10.0, 35.0), "x": (0.0, 10.0), "z": (-5.0, 5.0)}
 LEVELS = {"g": ["a", "b", "c"]}

@@ -42,7 +42,6 @@ import pytest
 from scipy import stats
 
 import dpstats
-from dpstats import histogram as hg
 from dpstats.audit import (
     GrayBoxSamples,
     NeighbourPair,
@@ -56,7 +55,8 @@ from dpstats.audit import (
 )
 from dpstats.formula import build_design
 from dpstats.mechanisms import PrivacyRequest
-from dpstats.mechanisms import histogram as mech
+from dpstats.mechanisms.histogram import mechanism as mech
+from dpstats.mechanisms.histogram import release as hg
 
 NAME = "histogram counts"
 ALPHA = 1e-6

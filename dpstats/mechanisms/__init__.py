@@ -44,17 +44,7 @@ REGISTRY: dict[str, MechanismSpec] = {
         fit=theilsen.fit,
         check_request=theilsen.check_request,
     ),
-    "histogram": MechanismSpec(
-        name="histogram",
-        title="Perturbed histogram (weighted fit on cell centres)",
-        citation="Lei (2011), Algorithm 1 with enhanced thresholding (section 4.2)",
-        estimators=frozenset({"ols", "quantreg"}),
-        needs_bounds=True,
-        max_slopes=None,
-        needs_delta=False,
-        options=histogram.DEFAULTS,
-        fit=histogram.fit,
-    ),
+    "histogram": histogram.SPEC,
     "kng": kng.SPEC,
     "tukey": MechanismSpec(
         name="tukey",

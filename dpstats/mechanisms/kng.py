@@ -92,7 +92,7 @@ import numpy as np
 from .. import noise
 from ..design import Design
 from ..privacy import PrivacySpent
-from ..quantile_fits import check_quantile
+from ..quantiles import check_quantile
 from . import kng_sampler
 from .base import MechanismSpec, PrivacyRequest, Release
 

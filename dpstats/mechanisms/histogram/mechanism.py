@@ -1,0 +1,142 @@
+"""``method="histogram"``: OLS and quantile regression from a perturbed histogram (Lei 2011).
+
+``dp_ols(..., method="histogram")`` and ``dp_quantreg(..., method="histogram")``
+are shortcuts for ``noisy_histogram(...)`` over the formula's own variables
+followed by ``.ols(formula)`` or ``.quantreg(formula, q)`` (the family's
+docstring, dpstats/mechanisms/histogram/__init__.py, states the algorithm,
+the noise calibration, the thresholding and the default bins):
+
+1. the histogram's columns are the variables the formula uses (the response
+   included), as the formula front end prepared them: numeric ones clipped to
+   their declared bounds and cut into K equal bins, categorical ones with one
+   cell per declared level (Lei 2011, section 4.1);
+2. every cell count gets Laplace noise of scale ``2 / eps`` (section 2.2,
+   replace-one sensitivity 2) -- the only private step, and all of eps;
+3. the formula is evaluated at the cell centres and levels (by the design's
+   public ``variables.encode`` map, so this module never sees the formula) and fitted by
+   weighted least squares or weighted quantile regression with the
+   thresholded noisy counts as weights (Algorithm 1, section 4.2).
+
+A :class:`~dpstats.design.Design` built without the formula front end (the
+audit harness's designs from arrays) has no variables; its response and
+every non-intercept column are then binned as numeric variables over their
+bounds, and the intercept column is 1 at every cell.
+
+Options: ``bins`` (int, dict per variable, or None for the paper's rule),
+``threshold`` ("enhanced" with A = 1/2, "nonnegative", "none", or a number A)
+and, for least squares, ``sheppard`` (False, True or a list of variables:
+Sheppard's correction for grouped continuous regressors; not for a design
+without formula variables).
+Quantile regression uses ``response="auto"`` (the check loss integrated over
+the response's bins); ``fit(..., response="centre")`` and
+``NoisyHistogram.quantreg(..., response="centre")`` give Algorithm 1's linear
+program on the centres. ``dp_quantreg`` with several quantiles splits eps and
+releases one histogram per quantile; one ``noisy_histogram`` followed by
+``.quantreg`` for each q spends eps once.
+Standard errors are NaN (see ``SE_NOTE``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...design import Design
+from ...quantiles import check_quantile
+from ..base import PrivacyRequest, Release
+from .cell_fits import CellFit, as_release, check_response, fit_cells, fit_on_cells
+from .layout import Threshold, build_layout, check_threshold
+from .release import HistogramRelease, release_histogram
+
+DEFAULTS: dict[str, object] = {"bins": None, "threshold": "enhanced", "sheppard": False}
+
+
+def fit(
+    design: Design,
+    privacy: PrivacyRequest,
+    rng: np.random.Generator,
+    *,
+    bins: int | dict[str, int] | None = None,
+    threshold: Threshold = "enhanced",
+    sheppard: bool | list[str] = False,
+    response: str = "auto",
+    q: float | None = None,
+) -> Release:
+    """Release a perturbed histogram of ``design`` and fit on it (module docstring).
+
+    ``q=None`` fits least squares; a number in (0, 1) fits that quantile, with
+    the ``response`` mode of :meth:`dpstats.histogram.NoisyHistogram.quantreg`.
+    """
+    threshold = check_threshold(threshold)
+    response = check_response(response)
+    estimator, q = ("ols", None) if q is None else ("quantreg", check_quantile(q))
+    if design.variables is not None:
+        hist, cell_fit = _fit_variables(design, privacy.eps, rng, bins, threshold, estimator, q, response, sheppard)
+    else:
+        if sheppard:
+            raise ValueError("sheppard needs the formula's variables (use dp_ols or noisy_histogram)")
+        hist, cell_fit = _fit_columns(design, privacy.eps, rng, bins, threshold, estimator, q, response)
+    return as_release(cell_fit, hist.privacy)
+
+
+def _fit_variables(
+    design: Design,
+    eps: float,
+    rng: np.random.Generator,
+    bins: int | dict[str, int] | None,
+    threshold: Threshold,
+    estimator: str,
+    q: float | None,
+    response: str,
+    sheppard: bool | list[str],
+) -> tuple[HistogramRelease, CellFit]:
+    """The histogram over the formula's variables, and the design fitted on its cells."""
+    variables = design.variables
+    frame = variables.frame
+    layout = build_layout(list(frame.columns), variables.bounds, variables.levels, bins, design.n, eps)
+    hist = release_histogram(frame, layout, eps, threshold, rng)
+    names = list(frame.columns)
+    cell_fit = fit_on_cells(
+        hist,
+        estimator,
+        names,
+        variables.response,
+        variables.encode,
+        design.term_names,
+        design.y_name,
+        q,
+        None,
+        response,
+        sheppard,
+    )
+    return hist, cell_fit
+
+
+def _fit_columns(
+    design: Design,
+    eps: float,
+    rng: np.random.Generator,
+    bins: int | dict[str, int] | None,
+    threshold: Threshold,
+    estimator: str,
+    q: float | None,
+    response: str,
+) -> tuple[HistogramRelease, CellFit]:
+    """The histogram over the response and the non-intercept design columns (designs without variables)."""
+    if design.x_bounds is None or design.y_bounds is None:
+        raise ValueError("method='histogram' needs declared bounds for a design without formula variables")
+    slopes = design.slope_indices
+    names = [design.y_name, *(design.term_names[j] for j in slopes)]
+    bounds = {design.y_name: design.y_bounds}
+    bounds.update({design.term_names[j]: tuple(design.x_bounds[j]) for j in slopes})
+    frame = pd.DataFrame({design.y_name: design.y, **{design.term_names[j]: design.X[:, j] for j in slopes}})
+    layout = build_layout(names, bounds, {}, bins, design.n, eps)
+    hist = release_histogram(frame, layout, eps, threshold, rng)
+    cells, weights = hist.marginal(names, threshold, clip=estimator == "quantreg")
+    X = np.ones((len(cells), design.n_columns))
+    for j in slopes:
+        X[:, j] = cells[design.term_names[j]].to_numpy(dtype=float)
+    y = cells[design.y_name].to_numpy(dtype=float)
+    result, mode = fit_cells(estimator, X, y, weights, q, response, hist.bin_width(design.y_name))
+    hyper = hist.hyperparameters(threshold, names, weights, q, mode)
+    return hist, CellFit(result, design.term_names, tuple(names), hyper)

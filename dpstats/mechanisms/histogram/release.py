@@ -1,0 +1,158 @@
+"""The one private step of the perturbed histogram (Lei 2011): noisy cell counts over a public layout.
+
+Every cell count of the layout (dpstats/mechanisms/histogram/layout.py), empty
+cells included, gets independent Laplace noise of scale ``2 / eps``: under
+replace-one neighbours (docs/DESIGN.md section 2) one changed row moves one
+count down by 1 and another up by 1, an L1 sensitivity of 2 (Lei 2011,
+Lemma 2; the paper's density ``alpha exp(-alpha |z| / 2) / 4``). Everything a
+:class:`HistogramRelease` does afterwards is post-processing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ...noise import laplace_mechanism
+from ...privacy import PrivacySpent
+from .layout import HistogramLayout, Threshold, check_threshold, cutoff, thresholded
+
+RELEASE_NAME = "histogram counts"
+COUNT_COLUMN, WEIGHT_COLUMN = "noisy_count", "fit_weight"
+
+
+def count_sensitivity() -> float:
+    """L1 sensitivity of the vector of cell counts under replace-one neighbours.
+
+    One changed row leaves one cell (its count down by 1) and enters another
+    (up by 1): 2, the paper's Laplace scale ``2 / alpha`` (Lei 2011, Lemma 2).
+    """
+    return 2.0
+
+
+def release_counts(rng: np.random.Generator, counts: np.ndarray, eps: float) -> np.ndarray:
+    """Every cell count plus independent Laplace(``2 / eps``) noise, empty cells included."""
+    return np.asarray(laplace_mechanism(rng, counts, count_sensitivity(), eps, RELEASE_NAME), dtype=float)
+
+
+@dataclass(frozen=True)
+class HistogramRelease:
+    """A released perturbed histogram (Lei 2011): noisy cell counts and the public layout.
+
+    Holds no row of the data. Every method is post-processing and spends no
+    further privacy. ``threshold`` is the default policy of the fits (module
+    docstring); each method can override it.
+    """
+
+    layout: HistogramLayout
+    n: int
+    eps: float
+    threshold: Threshold
+    privacy: PrivacySpent
+    _counts: np.ndarray = field(repr=False)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """The noisy count of every cell (flattened in C order over ``layout.shape``)."""
+        return np.array(self._counts, copy=True)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The histogram's columns."""
+        return self.layout.columns
+
+    @property
+    def bins(self) -> dict[str, int]:
+        """The number of bins of every numeric column."""
+        return {a.name: a.bins for a in self.layout.axes if not a.categorical}
+
+    def cutoff(self, threshold: Threshold | None = None) -> float:
+        """The thresholding cut-off in counts (``A log(n) / eps`` for enhanced thresholding)."""
+        return cutoff(self.policy(threshold), self.n, self.eps)
+
+    def weights(self, threshold: Threshold | None = None) -> np.ndarray:
+        """The fit weight of every cell after thresholding (C order, like :attr:`counts`)."""
+        return thresholded(self._counts, self.policy(threshold), self.n, self.eps)
+
+    def to_frame(self, threshold: Threshold | None = None) -> pd.DataFrame:
+        """One row per cell: the columns' centres or levels, the noisy count and the fit weight."""
+        frame = self.layout.cell_frame()
+        frame[COUNT_COLUMN] = self.counts
+        frame[WEIGHT_COLUMN] = self.weights(threshold)
+        return frame
+
+    def __repr__(self) -> str:
+        axes = "; ".join(a.describe() for a in self.layout.axes)
+        return (
+            f"{type(self).__name__}({self.layout.n_cells} cells: {axes}; n = {self.n} (public); "
+            f"eps = {self.eps:g}; threshold = {self.threshold!r})"
+        )
+
+    # internals -------------------------------------------------------------
+
+    def policy(self, threshold: Threshold | None) -> Threshold:
+        """``threshold``, or the release's default policy when None."""
+        return self.threshold if threshold is None else check_threshold(threshold)
+
+    def marginal(self, names: Sequence[str], threshold: Threshold | None, clip: bool = False):
+        """Cells of the columns ``names`` and their weights, summed over the other columns.
+
+        ``clip`` sets negative weights to 0 per cell first (Algorithm 1').
+        """
+        weights = self.weights(threshold)
+        if clip:
+            weights = np.maximum(weights, 0.0)
+        order = [self.columns.index(name) for name in names]
+        others = tuple(i for i in range(len(self.columns)) if i not in order)
+        summed = weights.reshape(self.layout.shape).sum(axis=others)
+        kept = sorted(order)
+        summed = np.moveaxis(summed, [kept.index(i) for i in order], range(len(order)))
+        return self.layout.cell_frame(names), summed.reshape(-1)
+
+    def bin_width(self, name: str) -> float | None:
+        """The bin width of numeric column ``name`` (None for a categorical or unknown name)."""
+        if name not in self.columns or self.layout.axis(name).categorical:
+            return None
+        axis = self.layout.axis(name)
+        return (axis.bounds[1] - axis.bounds[0]) / axis.bins
+
+    def hyperparameters(
+        self, policy: Threshold, names: Sequence[str], weights: np.ndarray, q: float | None, mode: str | None = None
+    ):
+        """The public settings of a fit, for the summary."""
+        out: dict[str, object] = {}
+        if q is not None:
+            out.update(q=q, response=mode)
+        bins = {a.name: a.bins for a in self.layout.axes if a.name in names and not a.categorical}
+        out.update(bins=bins, threshold=policy, cutoff=round(self.cutoff(policy), 4))
+        out.update(cells=int(weights.size), cells_used=int(np.count_nonzero(weights)))
+        return out
+
+
+def histogram_privacy(eps: float) -> PrivacySpent:
+    """What a histogram release spends: all of eps on the cell counts."""
+    return PrivacySpent(
+        notion="pure",
+        eps=eps,
+        split=((RELEASE_NAME, eps),),
+        caveats=("every fit from the same noisy histogram is post-processing and costs nothing further",),
+    )
+
+
+def release_histogram(
+    frame: pd.DataFrame,
+    layout: HistogramLayout,
+    eps: float,
+    threshold: Threshold,
+    rng: np.random.Generator,
+    kind: type[HistogramRelease] = HistogramRelease,
+) -> HistogramRelease:
+    """Count the prepared ``frame`` in ``layout``'s cells and release the counts (the one private step).
+
+    ``kind`` is the class of the release (the front end's NoisyHistogram adds formula fits).
+    """
+    noisy = release_counts(rng, layout.counts(frame), eps)
+    return kind(layout, len(frame), eps, threshold, histogram_privacy(eps), noisy)
