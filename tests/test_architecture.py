@@ -1,0 +1,144 @@
+"""Imports flow one way (docs/ARCHITECTURE.md): an AST walk over every module of the package.
+
+Each module has a layer; a module may import only from its own layer or
+below, the module graph has no cycle, a mechanism never imports the front
+end, the results or the rendering, and a mechanism family imports no other
+family (only its own modules, mechanisms/base.py and the core).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dpstats"
+
+LAYERS: dict[str, int] = {
+    # 0: the core every layer may use
+    "privacy": 0,
+    "noise": 0,
+    "intervals": 0,
+    "design": 0,
+    "quantiles": 0,
+    # 1: the mechanisms (a Design, a PrivacyRequest and a generator in, a Release out)
+    "mechanisms": 1,
+    # 2: the formula adapter (formula + data -> Design) and the presentation of released values
+    "metadata": 2,
+    "cells": 2,
+    "formula_grammar": 2,
+    "formula": 2,
+    "render": 2,
+    # 3: results, made from a release
+    "results": 3,
+    "quantile_fits": 3,
+    # 4: the public entry points
+    "api": 4,
+    "histogram": 4,
+    "curator": 4,
+    # 5: programs and harnesses on top
+    "demo": 5,
+    "cli": 5,
+    "__main__": 5,
+    "r_interop": 5,
+    "audit": 5,
+}
+FORBIDDEN_FOR_MECHANISMS = {"formula", "formula_grammar", "cells", "metadata", "results", "quantile_fits", "render"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """The dpstats modules ``path`` imports (relative imports resolved), TYPE_CHECKING blocks included."""
+    name = _module_name(path)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            if node.level and not node.module:
+                found |= {f"{module}.{alias.name}" for alias in node.names}
+            elif module.startswith("dpstats"):
+                found.add(module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("dpstats")}
+    return found
+
+
+MODULES = {_module_name(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _known(module: str) -> bool:
+    return module in MODULES or any(m.startswith(module + ".") for m in MODULES)
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = sorted({_top(m) for m in MODULES if m != "dpstats"} - set(LAYERS))
+    assert not missing, f"give these modules a layer in LAYERS and docs/ARCHITECTURE.md: {missing}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "dpstats"))
+def test_imports_run_down_the_layers(module: str) -> None:
+    own = LAYERS[_top(module)]
+    upward = sorted(t for t in MODULES[module] if _known(t) and _top(t) and LAYERS[_top(t)] > own)
+    assert not upward, f"{module} (layer {own}) imports from a higher layer: {upward}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _top(m) == "mechanisms"))
+def test_a_mechanism_imports_neither_the_front_end_nor_results_nor_rendering(module: str) -> None:
+    bad = sorted(t for t in MODULES[module] if _top(t) in FORBIDDEN_FOR_MECHANISMS)
+    assert not bad, f"{module} imports {bad}"
+
+
+def _family(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "mechanisms" and f"dpstats.mechanisms.{parts[2]}" in MODULES:
+        is_package = (PACKAGE / "mechanisms" / parts[2]).is_dir()
+        return parts[2] if is_package else None
+    return None
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _family(m)))
+def test_a_mechanism_family_imports_no_other_family(module: str) -> None:
+    own = _family(module)
+    others = sorted(t for t in MODULES[module] if _family(t) not in (None, own))
+    assert not others, f"{module} (family {own}) imports another family: {others}"
+
+
+def test_the_module_graph_has_no_cycle() -> None:
+    graph = {m: {t for t in targets if t in MODULES and t != m} for m, targets in MODULES.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                raise AssertionError("import cycle: " + " -> ".join([*stack[stack.index(nxt) :], nxt]))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+
+
+def test_the_walk_sees_relative_imports() -> None:
+    """The walk itself: a known edge must be found, so the tests above could fail."""
+    assert "dpstats.formula" in MODULES["dpstats.api"]
+    assert "dpstats.mechanisms.base" in MODULES["dpstats.results"]
