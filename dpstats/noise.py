@@ -231,27 +231,31 @@ def exponential_mechanism_intervals(
 
 def exponential_mechanism_release(
     rng: np.random.Generator,
-    sampler: Callable[[np.random.Generator], float],
+    sampler: Callable[[np.random.Generator], float | np.ndarray],
     utility: Callable[[], np.ndarray],
     sensitivity: float,
     eps: float,
     name: str,
-) -> float:
+) -> float | np.ndarray:
     """Release one draw of an exponential mechanism, recorded for the audits.
 
-    ``sampler(rng)`` draws the output (density proportional to
-    ``exp(eps u / (2 sensitivity))``; its random draws go through this
-    module's primitives). ``utility()`` returns u on a fixed public grid of
-    outputs; it is evaluated only while :func:`recording`, so an ordinary fit
-    never pays for it. The record's norm is ``"linf"``: the replay checks
-    ``max_r |u_D(r) - u_D'(r)| <= sensitivity`` on the grid.
+    ``sampler(rng)`` draws the output, a number or a vector (density
+    proportional to ``exp(eps u / (2 sensitivity))``; its random draws go
+    through this module's primitives). ``utility()`` returns u on a fixed
+    public set of outputs; it is evaluated only while :func:`recording`, so an
+    ordinary fit never pays for it. The record's norm is ``"linf"``: the
+    replay checks ``max_r |u_D(r) - u_D'(r)| <= sensitivity`` on that set.
+
+    The K-norm gradient mechanism (Reimherr & Awan 2019, Theorem 3.1) is
+    released here too: its draw is a vector theta, and ``utility()`` is
+    the gradient norm ``||grad l(theta_p; D)||_K`` at fixed public points theta_p, the utility
+    sensitivity that the proof reduces to.
     """
-    noisy = float(sampler(rng))
-    if not is_recording():
-        return noisy
-    value = np.asarray(utility(), dtype=float)
-    release = NoisyRelease(name, value, float(sensitivity), float(eps), np.asarray(noisy), "linf")
-    return float(_record(release))
+    noisy = np.asarray(sampler(rng), dtype=float)
+    if is_recording():
+        value = np.asarray(utility(), dtype=float)
+        noisy = np.asarray(_record(NoisyRelease(name, value, float(sensitivity), float(eps), noisy.copy(), "linf")))
+    return float(noisy) if noisy.ndim == 0 else np.asarray(noisy, dtype=float)
 
 
 def smooth_sensitivity_t_mechanism(
@@ -325,38 +329,10 @@ def exponential_mechanism_point_release(
 
 
 # --------------------------------------------------------------------------
-# K-norm gradient mechanism (Reimherr & Awan 2019): primitives and the release
+# K-norm gradient mechanism (Reimherr & Awan 2019): primitives
 # --------------------------------------------------------------------------
 
 
 def gamma(rng: np.random.Generator, shape: float, scale: float = 1.0, size: int | tuple[int, ...] | None = None):
     """Gamma(shape, scale) draws (the radius of a K-norm mechanism draw)."""
     return rng.gamma(shape, scale, size)
-
-
-def kng_release(
-    rng: np.random.Generator,
-    sampler: Callable[[np.random.Generator], np.ndarray],
-    utility: Callable[[], np.ndarray],
-    sensitivity: float,
-    eps: float,
-    name: str,
-) -> np.ndarray:
-    """Release one vector draw of the K-norm gradient mechanism, recorded for the audits.
-
-    ``sampler(rng)`` draws theta from the density proportional to
-    ``exp(-eps ||grad l(theta; D)||_K / (2 sensitivity))`` on the declared domain
-    (Reimherr & Awan 2019, Theorem 3.1); its random draws go through this
-    module's primitives (dpstats/mechanisms/kng_sampler.py). ``utility()``
-    returns ``||grad l(theta_p; D)||_K`` on a fixed public set of points
-    theta_p; it is evaluated only while :func:`recording`. As for
-    :func:`exponential_mechanism_release` the record's norm is ``"linf"``: the
-    replay checks ``max_p | ||grad l(theta_p; D)|| - ||grad l(theta_p; D')|| | <= sensitivity``,
-    the utility sensitivity that the proof of Theorem 3.1 reduces to.
-    """
-    noisy = np.asarray(sampler(rng), dtype=float)
-    if _RECORDER.get() is None:
-        return noisy
-    value = np.asarray(utility(), dtype=float)
-    release = NoisyRelease(name, value, float(sensitivity), float(eps), noisy.copy(), "linf")
-    return np.asarray(_record(release), dtype=float)

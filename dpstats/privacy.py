@@ -76,12 +76,6 @@ class PrivacySpent:
         return f"rho = {self.rho:g} (zCDP; implies eps = {self.eps:g}, delta = {self.delta:g})"
 
 
-def split_evenly(eps: float, names: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
-    """Split ``eps`` into equal parts, one per name; the parts add up to ``eps``."""
-    part = eps / len(names)
-    return tuple((name, part) for name in names)
-
-
 # --------------------------------------------------------------------------
 # zCDP <-> (eps, delta) conversions (Bun & Steinke 2016; Alabi et al. 2022, Lemma 23)
 # --------------------------------------------------------------------------

@@ -349,7 +349,7 @@ def fit(
             return kng_sampler.run_chains(r, target, d, B, steps, c_start=c_start)[0]
 
     probes = kng_sampler.probe_points(d, B)
-    phi = noise.kng_release(
+    phi = noise.exponential_mechanism_release(
         rng,
         draw,
         lambda: target.utility(probes),

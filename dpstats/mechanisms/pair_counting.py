@@ -102,14 +102,6 @@ def discordant_pairs_numpy(x_ranks_sorted: np.ndarray, y_ranks: np.ndarray) -> i
     return count_inversions(np.asarray(y_ranks)[order])
 
 
-def _dense_ranks(values: np.ndarray) -> np.ndarray:
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    ranks = np.empty(values.size, dtype=np.int64)
-    ranks[order] = np.concatenate([[1], 1 + np.cumsum(sorted_values[1:] != sorted_values[:-1])])
-    return ranks
-
-
 class _Side:
     """Rows on one side of x0: a contiguous run of the rows sorted by (x, y), with its tie counts."""
 
