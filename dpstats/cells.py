@@ -2,7 +2,7 @@
 
 Whether a pandas column is numeric, whether it holds a NaN, whether a value is
 among the declared levels: each of these is a fact about the private rows, so
-none of them may decide whether a call returns (DESIGN.md section 2). A
+none of them may decide whether a call returns (docs/DESIGN.md section 2). A
 variable is categorical because its levels were declared, numeric otherwise,
 whatever its dtype; each cell is then mapped on its own:
 

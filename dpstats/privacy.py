@@ -1,6 +1,6 @@
 """Privacy budgets: validation, splitting and the record of what a call spent.
 
-Semantics (DESIGN.md section 2): the privacy unit is one row; neighbouring
+Semantics (docs/DESIGN.md section 2): the privacy unit is one row; neighbouring
 datasets have the same, public n and differ in one row (replace-one, "bounded"
 DP). ``eps`` is the total for a call; a mechanism splits it internally and
 reports the split, which always adds up to the ``eps`` the user gave.

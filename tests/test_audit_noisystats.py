@@ -1,6 +1,6 @@
 """Privacy audit of NoisyStats (Alabi et al. 2022, Algorithm 1, and its multivariate form).
 
-PRIVACY_TESTING.md, "An audit that fits in CI": step 1 (replay on corner
+docs/PRIVACY_TESTING.md, "An audit that fits in CI": step 1 (replay on corner
 pairs: every release moves by at most, and on the worst pair by at least 0.9
 of, its declared sensitivity), step 3 (gray-box Clopper-Pearson lower bound
 on the eps of each internal release) and step 5 (canaries the audits must
@@ -8,7 +8,7 @@ flag). The p = 1 path is also checked draw for draw against a line-by-line
 transcription of Algorithm 1.
 
 The gray-box audits run at eps = 3 in total, so every release of the
-one-regressor fit has eps = 1 (PRIVACY_TESTING.md: audit at eps about 1).
+one-regressor fit has eps = 1 (docs/PRIVACY_TESTING.md: audit at eps about 1).
 Each gray-box assertion ``eps_lb <= claimed eps`` fails falsely with
 probability at most alpha = 1e-6 (see dpstats/audit/graybox.py); each test
 states its total. Everything is seeded, so the suite is deterministic in

@@ -43,3 +43,22 @@ def test_readme_method_table_matches_the_registry() -> None:
     assert sorted(name for name, _ in rows) == sorted(REGISTRY)
     for name, fits in rows:
         assert ("quantile regression" in fits) == ("quantreg" in REGISTRY[name].estimators), name
+
+
+def _sources() -> list[Path]:
+    return sorted(
+        [*(ROOT / "dpstats").rglob("*.py"), *(ROOT / "tests").glob("*.py"), *(ROOT / "r_bridge").rglob("*.R")]
+    )
+
+
+def test_every_cited_document_and_file_is_in_the_repository() -> None:
+    """Docstrings cite docs/*.md and repository paths; each must resolve, and no bare NOTES.md may remain."""
+    missing, bare = [], []
+    for path in _sources():
+        text = path.read_text()
+        for cited in re.findall(r"\b((?:docs|dpstats|tests|benchmarks|r_bridge)/[\w/.-]+\.(?:md|py|R|Rmd))", text):
+            if not (ROOT / cited).exists():
+                missing.append(f"{path.name}: {cited}")
+        bare += [f"{path.name}: {m}" for m in re.findall(r"(?<![\w/])[A-Z_]{4,}\.md", text)]
+    assert not missing, missing
+    assert not bare, f"cite documents by their path in the repository (docs/...): {bare}"

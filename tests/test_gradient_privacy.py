@@ -1,6 +1,6 @@
 """Privacy audit of method="gradient" (Alabi et al. 2022, Algorithms 6-7, Lemmas 22 and 24).
 
-PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in
+docs/PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in
 dpstats/audit:
 
 1. Replay on the 48 corner neighbours of [0, 1]^2 (``corner_pairs``): every

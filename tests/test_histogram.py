@@ -1,7 +1,7 @@
 """The perturbed histogram (Lei 2011): the release, its fits, and the method="histogram" shortcuts.
 
-dpstats/histogram.py (the release), dpstats/weighted_fits.py (the weighted
-fits on cell centres) and dpstats/mechanisms/histogram.py (dp_ols /
+dpstats/histogram.py (the release), dpstats/mechanisms/histogram/weighted_fits.py (the weighted
+fits on cell centres) and dpstats/mechanisms/histogram/mechanism.py (dp_ols /
 dp_quantreg with method="histogram"). The privacy audit is in
 tests/test_histogram_privacy.py.
 

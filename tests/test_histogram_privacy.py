@@ -1,6 +1,6 @@
 """Privacy audit of the perturbed histogram (Lei 2011, section 2.2 and Lemma 2).
 
-PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in
+docs/PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in
 dpstats/audit:
 
 1. Replay (deterministic): on the 48 corner neighbours of [0, 1]^2 and on

@@ -1,6 +1,6 @@
 """Privacy audit of method="kng" (Reimherr & Awan 2019, Theorem 3.1; sensitivities in dpstats/mechanisms/kng.py).
 
-PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in
+docs/PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in
 dpstats/audit. KNG's one release goes through :func:`dpstats.noise.exponential_mechanism_release`,
 which records the utility ``||grad l(theta_p; D)||_K`` at the public probe
 points theta_p (``kng_sampler.probe_points``: the centre, the vertices

@@ -1,4 +1,4 @@
-"""Nothing data-dependent leaks outside the release (DESIGN.md section 2).
+"""Nothing data-dependent leaks outside the release (docs/DESIGN.md section 2).
 
 A sentinel value planted in the data (a number far outside the bounds, a
 string level, distinctive row labels) must appear in no error message, no

@@ -1,6 +1,6 @@
 """Goodness of fit of every sampler in dpstats/noise.py, with the test's own power.
 
-PRIVACY_TESTING.md, "An audit that fits in CI", step 2: 100,000 draws, a
+docs/PRIVACY_TESTING.md, "An audit that fits in CI", step 2: 100,000 draws, a
 Kolmogorov-Smirnov test at alpha = 1e-6 against the exact CDF, and the same
 test must reject draws made at eps x 0.7 and eps x 1.3.
 

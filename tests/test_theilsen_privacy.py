@@ -1,4 +1,4 @@
-"""Privacy checks of DP Theil-Sen (PRIVACY_TESTING.md, "An audit that fits in CI").
+"""Privacy checks of DP Theil-Sen (docs/PRIVACY_TESTING.md, "An audit that fits in CI").
 
 * the smooth sensitivity against its definition, by brute force on tiny datasets;
 * replay: the exponential medians' utility moves by at most L per changed row, and by L on an adversarial pair;

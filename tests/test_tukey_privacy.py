@@ -1,6 +1,6 @@
 """Privacy audit of method="tukey" (proof in the docstring of dpstats/mechanisms/tukey.py).
 
-PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in dpstats/audit:
+docs/PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in dpstats/audit:
 
 1. Sensitivity of the distance-to-unsafety lower bound D, by brute force under
    replace-one neighbours: on tiny data, every row replaced by every value of a

@@ -1,4 +1,4 @@
-"""Privacy audit harness for the core mechanisms (PRIVACY_TESTING.md, "An audit that fits in CI").
+"""Privacy audit harness for the core mechanisms (docs/PRIVACY_TESTING.md, "An audit that fits in CI").
 
 Works on a core mechanism ``fit(design, privacy, rng, **options) -> Release``
 and on :class:`~dpstats.design.Design` objects (not the formula front end),

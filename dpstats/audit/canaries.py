@@ -1,6 +1,6 @@
 """Canaries: deliberately broken variants that the audits must flag.
 
-PRIVACY_TESTING.md, "An audit that fits in CI", step 5 (after Google's
+docs/PRIVACY_TESTING.md, "An audit that fits in CI", step 5 (after Google's
 stochastic tester, which must reject a mechanism at 1.05 eps): a test suite
 that cannot tell a broken mechanism from a correct one has no power. Each
 canary is a context manager that patches one module-global name for the

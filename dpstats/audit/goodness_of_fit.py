@@ -1,6 +1,6 @@
 """Goodness of fit of the noise samplers, with a check of the test's own power.
 
-PRIVACY_TESTING.md, "An audit that fits in CI", step 2 (after Tumult's noise
+docs/PRIVACY_TESTING.md, "An audit that fits in CI", step 2 (after Tumult's noise
 tests): each sampler of dpstats/noise.py is compared with its exact CDF by a
 Kolmogorov-Smirnov test on 100,000 draws at alpha = 1e-6, and the same test
 must *reject* draws made at ``eps x 0.7`` and ``eps x 1.3`` -- a test that

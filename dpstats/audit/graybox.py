@@ -1,6 +1,6 @@
 """Gray-box neighbour audit: an empirical lower bound on the eps of one internal release.
 
-PRIVACY_TESTING.md, "An audit that fits in CI", step 3. The end-to-end
+docs/PRIVACY_TESTING.md, "An audit that fits in CI", step 3. The end-to-end
 estimate hides bugs (checking only the final slope missed a 2x bug in
 NoisyStats), so the audit looks inside: it samples the noisy output of one
 named release (a :class:`~dpstats.noise.NoisyRelease`) many times on D and

@@ -1,6 +1,6 @@
 """Worst-case replace-one neighbouring datasets on the declared box.
 
-PRIVACY_TESTING.md, "An audit that fits in CI", step 1: the adversarial pairs
+docs/PRIVACY_TESTING.md, "An audit that fits in CI", step 1: the adversarial pairs
 for a bounded-data mechanism sit on the corners of the declared box. With
 ``n - 1`` rows piled on one corner (the *base*) and the last row moved from
 one corner to another, ncov and nvar move by exactly their sensitivity
@@ -8,7 +8,7 @@ one corner to another, ncov and nvar move by exactly their sensitivity
 move) and NoisyStats' intercept by ``(1 + |slope|)/n`` (a move that shifts the
 mean of y and the mean of x in opposite directions relative to the slope).
 
-Neighbours follow DESIGN.md section 2: the same public n on both sides, one
+Neighbours follow docs/DESIGN.md section 2: the same public n on both sides, one
 row replaced. A *point* here is one row ``(x_1, ..., x_p, y)`` with the
 response last; :func:`design_from_arrays` turns rows into the
 :class:`~dpstats.design.Design` the core mechanisms take, without the formula
@@ -158,7 +158,7 @@ def corner_pairs(
 
     With ``k = p + 1`` coordinates there are ``2**k`` corners; ``bases="all"``
     gives ``2**k * 2**k * (2**k - 1)`` pairs (48 for one regressor: 4 bases x
-    12 moves, as in PRIVACY_TESTING.md step 1), ``bases="lowest"`` only the
+    12 moves, as in docs/PRIVACY_TESTING.md step 1), ``bases="lowest"`` only the
     ``2**k (2**k - 1)`` moves over the lowest corner (enough for several
     regressors, where the full set grows fast).
     """

@@ -1,6 +1,6 @@
 """Deterministic sensitivity replay on neighbouring datasets.
 
-PRIVACY_TESTING.md, "An audit that fits in CI", step 1. For every pair
+docs/PRIVACY_TESTING.md, "An audit that fits in CI", step 1. For every pair
 (D, D') and seed, the core mechanism runs on D with the recorder on, then on
 D' with the same seed and D's outputs forced (``noise.recording(
 forced_outputs=...)``). Both runs then take the same branches and every
@@ -197,7 +197,7 @@ def replay(
 
     With ``check_outputs`` the final :class:`~dpstats.mechanisms.base.Release`
     must also be the same on D and D': once every noisy release is forced,
-    the rest of the mechanism is post-processing (DESIGN.md section 1), so a
+    the rest of the mechanism is post-processing (docs/DESIGN.md section 1), so a
     difference means the data reach the output some other way (an
     unrecorded private step, or raw data used after the noisy statistics).
 

@@ -1,6 +1,6 @@
 """Running a core mechanism under the noise recorder: forcing, stopping, batching.
 
-The plumbing shared by the replay and the gray-box audit (PRIVACY_TESTING.md,
+The plumbing shared by the replay and the gray-box audit (docs/PRIVACY_TESTING.md,
 "An audit that fits in CI", steps 1 and 3). A *core mechanism* is a callable
 ``fit(design, privacy, rng, **options) -> Release`` (dpstats/mechanisms/base.py);
 every noisy release it makes goes through :func:`dpstats.noise.laplace_mechanism`

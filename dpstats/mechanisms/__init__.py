@@ -1,6 +1,6 @@
 """The registry of mechanisms: one module per family, selected by name.
 
-``method="auto"`` chooses from public information only (DESIGN.md section 3).
+``method="auto"`` chooses from public information only (docs/DESIGN.md section 3).
 """
 
 from __future__ import annotations

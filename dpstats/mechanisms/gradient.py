@@ -61,7 +61,7 @@ from ..privacy import DEFAULT_REPORT_DELTA, PrivacySpent, approx_to_zcdp_rho, zc
 from .base import PrivacyRequest, Release
 
 VARIANTS = ("pure", "approx", "zcdp")
-#: Paper defaults (Table 1; start and step rule from the authors' code, notes/ALGORITHMS.md).
+#: Paper defaults (Table 1; start and step rule from the authors' code, docs/ALGORITHMS.md).
 DEFAULTS: dict[str, object] = {"variant": "pure", "T": 80, "tau": 1.0, "start": (0.5, 0.5)}
 
 SE_NOTE = (

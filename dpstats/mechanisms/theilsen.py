@@ -46,7 +46,7 @@ Conventions (decided here, documented in the user guide):
   is Table 1's (-0.5, 1.5) on the unit scale, i.e. the bounds of y widened by
   half their width on each side.
 * ``k`` defaults to all pairs for ``exp`` and ``wide`` and to 3 matchings for
-  ``smooth`` (Table 1 and the authors' code, notes/ALGORITHMS.md), capped at
+  ``smooth`` (Table 1 and the authors' code, docs/ALGORITHMS.md), capped at
   the number of matchings for tiny n. ``k`` counts matchings: for odd n, all
   pairs is k = n.
 * theta (default 0.01), df (default 3) and beta (default 1/2) are on the

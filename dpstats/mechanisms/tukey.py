@@ -24,7 +24,7 @@ Brown, Gaboardi, Smith, Ullman, Zakynthinou (2021), Algorithm 1 and Lemma 3.8.
    ``t = floor(floor(m/2)/2)``, sampled exactly (a depth shell piece by
    Gumbel-max in log space, then a uniform point in it; Lemma 3.9).
 
-Privacy: (eps, delta)-DP for replace-one neighbours with public n (DESIGN.md
+Privacy: (eps, delta)-DP for replace-one neighbours with public n (docs/DESIGN.md
 section 2), proved directly below rather than by group privacy.
 
 (a) Reduction to models. The partition and the tie-breaking jitter are drawn
@@ -80,13 +80,13 @@ unsafe, D(Y) = 0 and the test passes with probability
 ``P[Lap(1/eps1) > log(1/(2 delta))/eps1] = delta`` (at most delta when delta > 1/2), so
 ``P[M(Y) in S] <= e^{eps1} P[M(Y') in S] + delta``. Hence (eps, delta)-DP.
 
-Differences from the public code (notes/ALGORITHMS.md): its statistic is our
+Differences from the public code (docs/ALGORITHMS.md): its statistic is our
 D - 1 (-1 meaning unsafe) and compared with the same threshold, so it is one
 unit more conservative; it uses ``V_{t-k-1}``, g >= 1 and
 ``log(delta / (8 e^{eps1}))``, which follow Brown et al.'s constants, while the
 derivation above, for replacement neighbours, needs ``V_{t-k-2}`` and gives the
 constant ``1 + e^beta``. The condition is "there exists g" (Brown et al. and
-the public code's minimum over g; notes/ALGORITHMS.md's "for every g" is a
+the public code's minimum over g; docs/ALGORITHMS.md's "for every g" is a
 slip). Ties between models (a rare dummy absent from most batches has the
 coefficient 0 in all of them) are broken by a data-independent jitter of
 relative size 1e-12 (tukey_models.break_ties; the public code adds an

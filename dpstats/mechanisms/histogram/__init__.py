@@ -62,7 +62,7 @@ Quantile regression, ``response=`` (post-processing either way):
   column): each cell's mass is spread uniformly over its response bin and
   the check loss is integrated exactly over it -- the paper's objective (6),
   ``int f^_PH(x) m(x, theta) dx``, taken exactly along the response, with
-  the regressors at their centres as in Algorithm 1 (dpstats/weighted_fits.py).
+  the regressors at their centres as in Algorithm 1 (dpstats/mechanisms/histogram/weighted_fits.py).
   Least squares needs no such option: its integrated loss differs from the
   loss at the centre by a constant, so Algorithm 1 is already exact there;
 * ``"centre"``: Algorithm 1 exactly, every cell's mass at its centre, solved

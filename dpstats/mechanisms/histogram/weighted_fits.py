@@ -41,7 +41,7 @@ post-processing of the released histogram.
   integrating along the response removes that (benchmarks/bench_histogram.py).
 
 Neither fit raises on a property of the weights: a failure is returned as a
-:class:`WeightedFit` with ``failed=True`` and a reason (DESIGN.md section 2:
+:class:`WeightedFit` with ``failed=True`` and a reason (docs/DESIGN.md section 2:
 failure is an output).
 """
 
