@@ -52,7 +52,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpstats.design import Design
-from dpstats.mechanisms import REGISTRY, PrivacyRequest, Release, gradient, noisystats
+from dpstats.mechanisms import REGISTRY, PrivacyRequest, Release
+from dpstats.mechanisms.gradient import mechanism as gradient
+from dpstats.mechanisms.noisystats import mechanism as noisystats
 
 SEED = 20221101
 NS = (30, 100, 1000, 10000)
@@ -278,7 +280,7 @@ def verdicts(rows: list[Row], names: list[str]) -> list[str]:
     robust = [m for m in names if m.startswith("TS-")]
     non_robust = [m for m in names if not m.startswith("TS-")]
     if not robust:
-        return ["Theil-Sen is not registered (dpstats/mechanisms/theilsen.py): robust findings not tested"]
+        return ["Theil-Sen is not registered (dpstats/mechanisms/theilsen/mechanism.py): robust findings not tested"]
     small = [r for r in rows if r.envar < LARGE]
     large = [r for r in rows if r.envar >= LARGE]
     useless = [r for r in small if _best(r, names) >= INFORMATIVE]

@@ -4,7 +4,7 @@ Run: ``.venv/bin/python benchmarks/bench_kng.py`` (the paper's grids at 20 repli
 ``--quick`` for a smoke run of about a minute at the target speeds, ``--reps R`` to change the
 number of replicates, e.g. the paper's 100). Every fit goes through the public API,
 ``dpstats.dp_ols(..., method="kng")`` and ``dpstats.dp_quantreg(..., q=0.5, method="kng")``,
-except the "mechanism alone" timings, which call ``dpstats.mechanisms.kng.fit`` on a prebuilt
+except the "mechanism alone" timings, which call ``dpstats.mechanisms.kng.mechanism.fit`` on a prebuilt
 Design. Prints, in one run:
 
 1. Speed (median wall time per fit over ``--fits`` fits, after one untimed warm-up call; CPU
@@ -36,7 +36,7 @@ and the non-private estimator is computed on the same clipped data, so the ratio
 cost of privacy only. The bounds are +-9.55 (linear) and +-5 (median regression).
 
 The domain radius B. KNG samples on {||phi||_1 <= B} of the scaled problem (x and y mapped
-onto [-1, 1] by their declared bounds; dpstats/mechanisms/kng.py). Both sections use the
+onto [-1, 1] by their declared bounds; dpstats/mechanisms/kng/mechanism.py). Both sections use the
 paper's B = 1 (sections 4.3 and 4.5.1), passed explicitly (for least squares it is also the
 package default; for quantile regression the package default is 2, ``--B-quantreg`` to
 change it). B must come from public knowledge: here from the model, as the script checks and
@@ -50,11 +50,11 @@ puts eps / (8 (1 + B)) in front of ||sum_i (y_i - x_i'theta) x_i||_inf, whereas 
 the paper's own Delta = 4 (1 + B) and gradient -2 sum_i (y_i - x_i'theta) x_i gives eps / (4 (1 + B)):
 the figure's noise is twice Theorem 3.1's; dpstats uses Theorem 3.1's rate. (c) The paper samples
 with 1,000-10,000 one-at-a-time Metropolis steps, dpstats with the chain of
-dpstats/mechanisms/kng_sampler.py. KNG's excess error is O(1/n) against the non-private
+dpstats/mechanisms/kng/sampler.py. KNG's excess error is O(1/n) against the non-private
 O(1/sqrt(n)), so the ratio falls to 1 as n grows; for least squares a rough extrapolation of
 where it reaches 1.2 is printed.
 
-Runtime depends on the sampler (dpstats/mechanisms/kng_sampler.py); at the targets above the
+Runtime depends on the sampler (dpstats/mechanisms/kng/sampler.py); at the targets above the
 default run is dominated by the n = 10^6 linear and n = 10^5 median fits.
 """
 
@@ -75,7 +75,8 @@ import statsmodels.api as sm
 import dpstats
 from dpstats.audit.neighbours import design_from_arrays
 from dpstats.design import Design
-from dpstats.mechanisms import PrivacyRequest, kng
+from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.kng import mechanism as kng
 
 SEED = 20190401
 EPS = 1.0
@@ -238,8 +239,8 @@ def speed(fits: int, b_qr: float) -> None:
         fits,
     )
     print(
-        "   (per fit: the public API, wall time, the target applies to it; mechanism: dpstats.mechanisms.kng.fit on "
-        "a prebuilt Design; CPU: process time, which counts every thread)"
+        "   (per fit: the public API, wall time, the target applies to it; mechanism: "
+        "dpstats.mechanisms.kng.mechanism.fit on a prebuilt Design; CPU: process time, which counts every thread)"
     )
 
 

@@ -65,7 +65,8 @@ def plain_theilsen(x: np.ndarray, y: np.ndarray, eps: float, rng: np.random.Gene
 def fast_fit(x: np.ndarray, y: np.ndarray, eps: float, rng: np.random.Generator, **options) -> tuple[float, float]:
     """dpstats' core mechanism on the same data (unit bounds, so its outputs are p25 and p75 directly)."""
     from dpstats.audit import design_from_arrays
-    from dpstats.mechanisms import PrivacyRequest, theilsen
+    from dpstats.mechanisms import PrivacyRequest
+    from dpstats.mechanisms.theilsen import mechanism as theilsen
 
     design = design_from_arrays(y, np.column_stack([np.ones(x.size), x]), y_bounds=(0, 1), x_bounds=[(0, 1)])
     release = theilsen.fit(design, PrivacyRequest(eps), rng, **options)
@@ -74,7 +75,7 @@ def fast_fit(x: np.ndarray, y: np.ndarray, eps: float, rng: np.random.Generator,
 
 def child(kind: str, n: int, reps: int, k: str) -> None:
     """Time ``reps`` fits in this process; print wall/CPU medians and the peak RSS as JSON."""
-    import dpstats.mechanisms.theilsen  # noqa: F401  (import cost outside the timings)
+    import dpstats.mechanisms.theilsen.mechanism  # noqa: F401  (import cost outside the timings)
 
     x, y = data(n)
     options = {} if k == "all" else {"k": int(k)}

@@ -9,7 +9,7 @@ Run: ``.venv/bin/python benchmarks/bench_tukey.py`` (about 3-4 minutes on 2 core
    pass rate over 100 runs at the default m, median R^2 against OLS.
 2. For d in {2, 5, 10, 20}: the smallest n (grid ratio 1.05) at which the
    default m passes PTR in at least 95 of 100 runs.
-3. The measurements behind the default-m rule (dpstats/mechanisms/tukey_m.py):
+3. The measurements behind the default-m rule (dpstats/mechanisms/tukey/default_m.py):
    the distance statistic D of the real model cloud against the ideal cloud's,
    at m_ideal and at the default 1.25 m_ideal.
 4. R^2 against non-private OLS on two real data sets shipped with statsmodels
@@ -30,9 +30,11 @@ import statsmodels.formula.api as smf
 
 import dpstats
 from dpstats.design import Design
-from dpstats.mechanisms import PrivacyRequest, tukey, tukey_m
-from dpstats.mechanisms import tukey_depth as td
-from dpstats.mechanisms.tukey_models import partition_models
+from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.tukey import default_m as tukey_m
+from dpstats.mechanisms.tukey import depth as td
+from dpstats.mechanisms.tukey import mechanism as tukey
+from dpstats.mechanisms.tukey.models import partition_models
 
 EPS, DELTA = math.log(3), 1e-5
 

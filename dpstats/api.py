@@ -94,7 +94,7 @@ def dp_quantreg(
     **options : the mechanism's hyperparameters; for ``"kng"``: ``norm``
         (``"linf"``, ``"l2"``, ``"l1"``), ``B`` (the radius of the domain
         ``||theta||_1 <= B`` on the scaled problem, default 2) and ``steps``
-        (the chain length; see dpstats/mechanisms/kng.py).
+        (the chain length; see dpstats/mechanisms/kng/mechanism.py).
 
     Returns a :class:`~dpstats.results.DPRegressionResults` for one quantile,
     a :class:`~dpstats.quantile_fits.DPQuantileFits` for a list.

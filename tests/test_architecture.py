@@ -142,3 +142,17 @@ def test_the_walk_sees_relative_imports() -> None:
     """The walk itself: a known edge must be found, so the tests above could fail."""
     assert "dpstats.formula" in MODULES["dpstats.api"]
     assert "dpstats.mechanisms.base" in MODULES["dpstats.results"]
+
+
+def test_the_registry_imports_a_family_only_when_it_is_used() -> None:
+    """In a fresh interpreter: asking for NoisyStats loads no other family (KNG's sampler, Tukey, ...)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from dpstats.mechanisms import REGISTRY, get_mechanism; "
+        "assert 'noisystats' in REGISTRY and len(REGISTRY) == 6; get_mechanism('noisystats', 'ols'); "
+        "print(sorted(m.split('.')[2] for m in sys.modules if m.startswith('dpstats.mechanisms.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['base', 'noisystats', 'noisystats']"

@@ -36,8 +36,8 @@ from dpstats.audit import (
     understated_sensitivity,
     weaker_noise,
 )
-from dpstats.mechanisms import noisystats
 from dpstats.mechanisms.base import PrivacyRequest, Release
+from dpstats.mechanisms.noisystats import mechanism as noisystats
 from dpstats.noise import laplace_mechanism
 from dpstats.privacy import PrivacySpent
 

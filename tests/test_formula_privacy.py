@@ -18,7 +18,9 @@ import pytest
 from dpstats.audit import GrayBoxSamples, NeighbourPair, graybox_audit, replay
 from dpstats.audit.canaries import weaker_noise
 from dpstats.formula import build_design
-from dpstats.mechanisms import PrivacyRequest, histogram, noisystats
+from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.histogram import mechanism as histogram
+from dpstats.mechanisms.noisystats import mechanism as noisystats
 
 FORMULA = "np.log1p(y) ~ np.log(x) + I(x ** 2) + C(g, Sum)"
 BOUNDS = {"y": (0.0, 10.0), "x": (0.5, 10.0)}

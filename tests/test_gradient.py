@@ -35,7 +35,7 @@ from scipy import integrate, stats
 import dpstats
 from dpstats.design import Design
 from dpstats.mechanisms import REGISTRY, PrivacyRequest
-from dpstats.mechanisms import gradient as gd
+from dpstats.mechanisms.gradient import mechanism as gd
 from dpstats.privacy import DEFAULT_REPORT_DELTA, approx_to_zcdp_rho, gaussian_delta, zcdp_to_approx_eps
 
 ENGEL_BOUNDS = {"income": (0, 5000), "foodexp": (0, 2500)}

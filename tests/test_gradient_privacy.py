@@ -48,7 +48,7 @@ from dpstats.audit.graybox import GrayBoxSamples
 from dpstats.audit.neighbours import corner_pairs
 from dpstats.audit.replay import replay
 from dpstats.mechanisms import PrivacyRequest
-from dpstats.mechanisms import gradient as gd
+from dpstats.mechanisms.gradient import mechanism as gd
 from dpstats.noise import gaussian_mechanism, recording
 from dpstats.privacy import gaussian_delta
 

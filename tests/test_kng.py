@@ -1,14 +1,14 @@
 """method="kng" (Reimherr & Awan 2019): validation, sensitivities, the scaled problem and the front end.
 
 What is tested here, without relying on the sampler's internals
-(dpstats/mechanisms/kng_sampler.py; the quality of its draws is tested elsewhere):
+(dpstats/mechanisms/kng/sampler.py; the quality of its draws is tested elsewhere):
 
 * bad options and inputs raise ValueError before any data are read, naming the
   problem and quoting no data value;
-* the sensitivities of dpstats/mechanisms/kng.py against a brute-force search
+* the sensitivities of dpstats/mechanisms/kng/mechanism.py against a brute-force search
   over replace-one neighbours on the scaled problem: the search never exceeds
   them, and attains them where the module docstring says they are tight;
-* :class:`~dpstats.mechanisms.kng.UnitBoxScale` is an exact reparametrisation;
+* :class:`~dpstats.mechanisms.kng.mechanism.UnitBoxScale` is an exact reparametrisation;
 * the public API: the budget split over several quantiles, the reported
   privacy, hyperparameters and NaN standard errors, and categorical terms.
 
@@ -29,8 +29,8 @@ from scipy.spatial.distance import pdist
 
 import dpstats
 from dpstats.audit.neighbours import design_from_arrays
-from dpstats.mechanisms import kng
-from dpstats.mechanisms.kng import UnitBoxScale, box_norm, least_squares_sensitivity, quantile_sensitivity
+from dpstats.mechanisms.kng import mechanism as kng
+from dpstats.mechanisms.kng.mechanism import UnitBoxScale, box_norm, least_squares_sensitivity, quantile_sensitivity
 from dpstats.quantile_fits import DPQuantileFits
 
 NORMS = ("linf", "l2", "l1")

@@ -4,7 +4,7 @@ Reimherr & Awan (2019), Theorem 3.1: the KNG density ``~ exp(-c ||grad l||_K)``
 concentrates, as eps grows, on the set where the gradient norm is smallest.
 
 * Least squares: that set is the OLS fit (when it lies in the domain), and
-  the draw is exact (rejection, dpstats/mechanisms/kng_sampler.py), so at
+  the draw is exact (rejection, dpstats/mechanisms/kng/sampler.py), so at
   eps = 1e9 it equals OLS up to the K-norm noise of scale 1/c ~ 1e-8 amplified
   by the design's conditioning: tested at 1e-6 relative, as NoisyStats.
 * Quantile regression: the gradient ``sum_i x_i (1{y_i <= x_i'theta} - tau)``
@@ -35,7 +35,8 @@ import statsmodels.formula.api as smf
 
 import dpstats
 from dpstats.formula import build_design
-from dpstats.mechanisms import kng, kng_sampler
+from dpstats.mechanisms.kng import mechanism as kng
+from dpstats.mechanisms.kng import sampler as kng_sampler
 
 EPS = 1e9
 ENGEL_BOUNDS = {"income": (0.0, 5000.0), "foodexp": (0.0, 2500.0)}

@@ -1,4 +1,4 @@
-"""Privacy audit of method="kng" (Reimherr & Awan 2019, Theorem 3.1; sensitivities in dpstats/mechanisms/kng.py).
+"""Privacy audit of method="kng" (Reimherr & Awan 2019, Theorem 3.1; proofs in dpstats/mechanisms/kng/mechanism.py).
 
 docs/PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in
 dpstats/audit. KNG's one release goes through :func:`dpstats.noise.exponential_mechanism_release`,
@@ -108,7 +108,9 @@ from dpstats.audit import (
     understated_sensitivity,
 )
 from dpstats.design import Design
-from dpstats.mechanisms import PrivacyRequest, kng, kng_sampler
+from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.kng import mechanism as kng
+from dpstats.mechanisms.kng import sampler as kng_sampler
 from dpstats.noise import NoisyRelease, independent_rngs
 
 ALPHA = 1e-6

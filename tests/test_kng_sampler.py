@@ -3,7 +3,7 @@
 Reimherr & Awan (2019), Theorem 3.1: the release is a draw from
 ``pi_D(theta) ~ exp(-c ||grad l(theta; D)||_K)`` on ``||theta||_1 <= B``. Its
 eps-DP is a property of that density; the sampler must deliver it
-(dpstats/mechanisms/kng_sampler.py). One dimension: the draw is exact, and
+(dpstats/mechanisms/kng/sampler.py). One dimension: the draw is exact, and
 it is compared with the exact CDF. Two dimensions: the density is normalised
 numerically on a fine grid of the l1 ball, and the draws' projections on four
 directions are compared with the grid's. Every comparison is a KS test at
@@ -24,7 +24,8 @@ import pytest
 from scipy import stats
 
 from dpstats.audit.goodness_of_fit import intervals_cdf, ks_check
-from dpstats.mechanisms import kng, kng_sampler
+from dpstats.mechanisms.kng import mechanism as kng
+from dpstats.mechanisms.kng import sampler as kng_sampler
 
 ALPHA = 1e-6
 DRAWS = 20_000

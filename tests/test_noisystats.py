@@ -1,6 +1,6 @@
 """NoisyStats' statistical behaviour (Alabi et al. 2022, Algorithm 1 and its
 multivariate and through-the-origin generalisations in
-dpstats/mechanisms/noisystats.py).
+dpstats/mechanisms/noisystats/mechanism.py).
 
 What is true, and tested here: every released statistic is the exact
 statistic of the clipped data plus Laplace noise of a known scale b (mean 0,
@@ -25,7 +25,8 @@ import pytest
 
 import dpstats
 from dpstats.formula import build_design
-from dpstats.mechanisms import PrivacyRequest, noisystats
+from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.noisystats import mechanism as noisystats
 
 
 def _design(formula, frame, bounds):

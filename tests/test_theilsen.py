@@ -16,9 +16,10 @@ import pytest
 
 from dpstats import dp_ols
 from dpstats.audit import design_from_arrays
-from dpstats.mechanisms import PrivacyRequest, theilsen
-from dpstats.mechanisms.dp_median import gap_distance
-from dpstats.mechanisms.matchings import (
+from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.theilsen import mechanism as theilsen
+from dpstats.mechanisms.theilsen.dp_median import gap_distance
+from dpstats.mechanisms.theilsen.matchings import (
     circle_rounds,
     lipschitz_constant,
     matching_pairs,
@@ -26,8 +27,8 @@ from dpstats.mechanisms.matchings import (
     rounds_max,
     sample_matchings,
 )
-from dpstats.mechanisms.pair_counting import AllPairsCounter, count_inversions, discordant_pairs_numpy
-from dpstats.mechanisms.pair_estimates import all_pairs, pair_estimates
+from dpstats.mechanisms.theilsen.pair_counting import AllPairsCounter, count_inversions, discordant_pairs_numpy
+from dpstats.mechanisms.theilsen.pair_estimates import all_pairs, pair_estimates
 
 UNIT = {"x": (0.0, 1.0), "y": (0.0, 1.0)}
 HUGE = 1e9

@@ -26,10 +26,12 @@ from dpstats.audit import (
     replay,
     understated_sensitivity,
 )
-from dpstats.mechanisms import PrivacyRequest, dp_median, matchings, theilsen
-from dpstats.mechanisms.pair_counting import AllPairsCounter
-from dpstats.mechanisms.pair_estimates import all_pairs, pair_estimates, pilot_estimates, valid_sorted
-from dpstats.mechanisms.smooth_sensitivity import DoubledVector, smooth_sensitivity, student_t_parameters
+from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.theilsen import dp_median, matchings
+from dpstats.mechanisms.theilsen import mechanism as theilsen
+from dpstats.mechanisms.theilsen.pair_counting import AllPairsCounter
+from dpstats.mechanisms.theilsen.pair_estimates import all_pairs, pair_estimates, pilot_estimates, valid_sorted
+from dpstats.mechanisms.theilsen.smooth_sensitivity import DoubledVector, smooth_sensitivity, student_t_parameters
 
 LO, HI = theilsen.TABLE1_UNIT_RANGE
 

@@ -15,9 +15,11 @@ import pytest
 import statsmodels.api as sm
 
 import dpstats
-from dpstats.mechanisms import REGISTRY, PrivacyRequest, tukey, tukey_m
-from dpstats.mechanisms import tukey_depth as td
-from dpstats.mechanisms.tukey_models import batch_ols, partition_models
+from dpstats.mechanisms import REGISTRY, PrivacyRequest
+from dpstats.mechanisms.tukey import default_m as tukey_m
+from dpstats.mechanisms.tukey import depth as td
+from dpstats.mechanisms.tukey import mechanism as tukey
+from dpstats.mechanisms.tukey.models import batch_ols, partition_models
 from dpstats.noise import exponential_mechanism_point_release, log_space_choice, recording
 
 EPS, DELTA = math.log(3), 1e-5

@@ -1,4 +1,4 @@
-"""Privacy audit of method="tukey" (proof in the docstring of dpstats/mechanisms/tukey.py).
+"""Privacy audit of method="tukey" (proof in the docstring of dpstats/mechanisms/tukey/mechanism.py).
 
 docs/PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in dpstats/audit:
 
@@ -50,9 +50,10 @@ from dpstats.audit import (
 )
 from dpstats.audit.replay import replay
 from dpstats.design import Design
-from dpstats.mechanisms import PrivacyRequest, tukey
-from dpstats.mechanisms import tukey_depth as td
-from dpstats.mechanisms.tukey_models import partition_models
+from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.tukey import depth as td
+from dpstats.mechanisms.tukey import mechanism as tukey
+from dpstats.mechanisms.tukey.models import partition_models
 
 EPS, DELTA = math.log(3), 1e-5
 #: Tiny row-level data: n = 60, one regressor and an intercept, m = 20 models of 3 rows (t = 5).

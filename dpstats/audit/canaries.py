@@ -65,7 +65,7 @@ def understated_sensitivity(
 ) -> contextlib.AbstractContextManager[None]:
     """``module.function`` (a sensitivity) returns ``factor`` times the truth.
 
-    Example: ``understated_sensitivity(dpstats.mechanisms.noisystats,
+    Example: ``understated_sensitivity(dpstats.mechanisms.noisystats.mechanism,
     "centered_sensitivity")`` halves Lemma 19's ``1 - 1/n`` for ncov and nvar,
     so both releases are really ``2 eps``-DP and their values move by twice
     the declared sensitivity on the worst pair.

@@ -1,64 +1,38 @@
-"""The registry of mechanisms: one module per family, selected by name.
+"""The registry of mechanisms: one subpackage per family, selected by name and imported lazily.
 
 ``method="auto"`` chooses from public information only (docs/DESIGN.md section 3).
 """
 
 from __future__ import annotations
 
-from . import gradient, histogram, kng, noisystats, theilsen, tukey
+import importlib
+from collections.abc import Iterator, Mapping
+
 from .base import MechanismSpec, PrivacyRequest, Release
 
-REGISTRY: dict[str, MechanismSpec] = {
-    "noisystats": MechanismSpec(
-        name="noisystats",
-        title="NoisyStats (noisy sufficient statistics)",
-        citation="Alabi, McMillan, Sarathy, Smith, Vadhan (2022), Algorithm 1; multivariate generalisation",
-        estimators=frozenset({"ols"}),
-        needs_bounds=True,
-        max_slopes=None,
-        needs_delta=False,
-        options={},
-        fit=noisystats.fit,
-    ),
-    "gradient": MechanismSpec(
-        name="gradient",
-        title="DP gradient descent (DPGradDescent: pure / approx / zCDP)",
-        citation="Alabi, McMillan, Sarathy, Smith, Vadhan (2022), Algorithms 6 and 7, Lemmas 22-24",
-        estimators=frozenset({"ols"}),
-        needs_bounds=True,
-        max_slopes=1,
-        needs_delta=False,
-        options=gradient.DEFAULTS,
-        fit=gradient.fit,
-        check_request=gradient.check_request,
-    ),
-    "theilsen": MechanismSpec(
-        name="theilsen",
-        title="DP Theil-Sen (median of pairwise predictions: exp / wide / smooth)",
-        citation="Alabi, McMillan, Sarathy, Smith, Vadhan (2022), Algorithms 2-5, Lemmas 5, 10, 20, 21",
-        estimators=frozenset({"ols"}),
-        needs_bounds=True,
-        max_slopes=1,
-        needs_delta=False,
-        options=theilsen.DEFAULTS,
-        fit=theilsen.fit,
-        check_request=theilsen.check_request,
-    ),
-    "histogram": histogram.SPEC,
-    "kng": kng.SPEC,
-    "tukey": MechanismSpec(
-        name="tukey",
-        title="Tukey depth with propose-test-release (no data bounds)",
-        citation="Amin, Joseph, Ribero, Vassilvitskii (2023), Algorithm 2; Brown et al. (2021), Lemma 3.8",
-        estimators=frozenset({"ols"}),
-        needs_bounds=False,
-        max_slopes=None,
-        needs_delta=True,
-        options=tukey.DEFAULTS,
-        fit=tukey.fit,
-        check_request=tukey.check_request,
-    ),
-}
+FAMILIES = ("noisystats", "gradient", "theilsen", "histogram", "kng", "tukey")
+"""The registered mechanism families, each a subpackage that declares its ``SPEC``."""
+
+
+class _Registry(Mapping[str, MechanismSpec]):
+    """The mechanisms by name; a family's modules are imported only when its spec is asked for."""
+
+    def __getitem__(self, name: str) -> MechanismSpec:
+        if name not in FAMILIES:
+            raise KeyError(name)
+        return importlib.import_module(f"{__name__}.{name}").SPEC
+
+    def __contains__(self, name: object) -> bool:
+        return name in FAMILIES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(FAMILIES)
+
+    def __len__(self) -> int:
+        return len(FAMILIES)
+
+
+REGISTRY: Mapping[str, MechanismSpec] = _Registry()
 
 
 def get_mechanism(method: str, estimator: str) -> MechanismSpec:

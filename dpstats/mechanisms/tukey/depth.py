@@ -1,6 +1,6 @@
 """Approximate Tukey depth on axis-aligned boxes (Amin, Joseph, Ribero, Vassilvitskii 2023).
 
-The geometry behind ``method="tukey"`` (dpstats/mechanisms/tukey.py), for m points
+The geometry behind ``method="tukey"`` (dpstats/mechanisms/tukey/mechanism.py), for m points
 ("models") in R^d held as their sorted coordinates ``P`` (shape ``(d, m)``, row j
 sorted increasingly, 0-indexed):
 
@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from .. import noise
+from ... import noise
 
 
 def sorted_projections(models: np.ndarray) -> np.ndarray:
@@ -74,7 +74,7 @@ def distance_to_unsafety(log_vol: np.ndarray, t: int, beta: float, delta: float)
 
     ``1 + max{k >= 0 : exists g >= 0 with log V_{t-k-2} - log V_{t+k+g+1} - beta g <= log(delta / (1 + e^beta))}``,
     or 0 when no k qualifies: our replace-one version of Brown et al. (2021),
-    Lemma 3.8 and Amin et al. (2023), Lemma 3.6 (proof in dpstats/mechanisms/tukey.py).
+    Lemma 3.8 and Amin et al. (2023), Lemma 3.6 (proof in dpstats/mechanisms/tukey/mechanism.py).
     It is 1-sensitive under replace-one neighbours (``k`` and ``k - 1`` with the
     same g, by the sandwich) and monotone in k (``k - 1`` with the same g), so a
     binary search over k finds the largest. ``beta`` is the sampler's exponent

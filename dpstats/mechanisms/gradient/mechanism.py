@@ -55,10 +55,10 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ..design import CenteredUnitScale, Design, place_coefficients
-from ..noise import gaussian_mechanism, laplace_mechanism
-from ..privacy import DEFAULT_REPORT_DELTA, PrivacySpent, approx_to_zcdp_rho, zcdp_to_approx_eps
-from .base import PrivacyRequest, Release
+from ...design import CenteredUnitScale, Design, place_coefficients
+from ...noise import gaussian_mechanism, laplace_mechanism
+from ...privacy import DEFAULT_REPORT_DELTA, PrivacySpent, approx_to_zcdp_rho, zcdp_to_approx_eps
+from ..base import PrivacyRequest, Release
 
 VARIANTS = ("pure", "approx", "zcdp")
 #: Paper defaults (Table 1; start and step rule from the authors' code, docs/ALGORITHMS.md).

@@ -58,7 +58,7 @@ tests/test_kng.py and replayed on corner neighbours in tests/test_kng_privacy.py
   tau > 1/2 (two rows with ``w = -tau`` and opposite x move it by ``2 tau C_X``);
   tests/test_kng_privacy.py shows the replay flagging that value.
 
-Sampling (dpstats/mechanisms/kng_sampler.py). In one dimension (an intercept
+Sampling (dpstats/mechanisms/kng/sampler.py). In one dimension (an intercept
 only, or one regressor through the origin) the density is piecewise
 log-linear and is sampled exactly: the guarantee is Theorem 3.1's eps-DP.
 Least squares in d >= 2 is sampled exactly by rejection from the untruncated
@@ -89,12 +89,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import noise
-from ..design import Design
-from ..privacy import PrivacySpent
-from ..quantiles import check_quantile
-from . import kng_sampler
-from .base import MechanismSpec, PrivacyRequest, Release
+from ... import noise
+from ...design import Design
+from ...privacy import PrivacySpent
+from ...quantiles import check_quantile
+from ..base import MechanismSpec, PrivacyRequest, Release
+from . import sampler as kng_sampler
 
 DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
 DEFAULT_B = {"ols": 1.0, "quantreg": 2.0}
@@ -379,17 +379,3 @@ class KNGSpec(MechanismSpec):
         """KNG needs at least one column; an intercept alone is the exactly sampled one-dimensional case."""
         if design.n_columns == 0:
             raise ValueError("method='kng' needs at least one design column")
-
-
-SPEC = KNGSpec(
-    name="kng",
-    title="K-norm gradient mechanism (KNG)",
-    citation="Reimherr & Awan (2019), Theorem 3.1; linear regression section 4.2, quantile regression section 4.5",
-    estimators=frozenset({"ols", "quantreg"}),
-    needs_bounds=True,
-    max_slopes=None,
-    needs_delta=False,
-    options=DEFAULTS,
-    fit=fit,
-    check_request=check_request,
-)

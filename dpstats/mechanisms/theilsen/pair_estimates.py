@@ -10,7 +10,7 @@ A pair with x_j == x_l defines no line and contributes no estimate (the
 algorithm's ``if x_l - x_j != 0``). These explicit (floating-point) estimates
 feed the k-matching variants and the smooth-sensitivity median; the all-pairs
 exponential medians use the exact counting engine of
-:mod:`dpstats.mechanisms.pair_counting` instead, which never lists the pairs.
+:mod:`dpstats.mechanisms.theilsen.pair_counting` instead, which never lists the pairs.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def pilot_pairs(n: int, size: int = PILOT_SIZE) -> tuple[np.ndarray, np.ndarray]
     """A deterministic, well-spread set of about ``size`` distinct-row pairs (all pairs when fewer).
 
     Used only to place the starting knots of the exact sampler of
-    :mod:`dpstats.mechanisms.dp_median`: its choice changes the running time,
+    :mod:`dpstats.mechanisms.theilsen.dp_median`: its choice changes the running time,
     never the output distribution, so it needs no randomness.
     """
     if n_pairs(n) <= size:

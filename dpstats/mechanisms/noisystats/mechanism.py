@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..design import CenteredUnitScale, Design, place_coefficients
-from ..intervals import power, product
-from ..noise import laplace_mechanism
-from ..privacy import PrivacySpent
-from .base import PrivacyRequest, Release, failed_release
+from ...design import CenteredUnitScale, Design, place_coefficients
+from ...intervals import power, product
+from ...noise import laplace_mechanism
+from ...privacy import PrivacySpent
+from ..base import PrivacyRequest, Release, failed_release
 
 SE_NOTE = (
     "NoisyStats releases no private standard errors: a valid one must cover the sampling error "

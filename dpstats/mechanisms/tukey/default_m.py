@@ -51,7 +51,7 @@ import math
 import numpy as np
 from scipy import special
 
-from . import tukey_depth as td
+from . import depth as td
 
 #: Fewer than 12 models give t <= 2 and the test can never pass.
 MIN_MODELS = 12

@@ -62,7 +62,7 @@ integer g >= 0, for every g:
 
     P_Y(S) <= e^{2 beta} P_Y'(S) + (1 + e^beta) e^{-beta g} V_{t-1}(Y) / V_{t+g}(Y).
 
-(d) The statistic (:func:`~dpstats.mechanisms.tukey_depth.distance_to_unsafety`):
+(d) The statistic (:func:`~dpstats.mechanisms.tukey.depth.distance_to_unsafety`):
 ``D(Y) = 1 + max{k >= 0 : exists g >= 0, log V_{t-k-2} - log V_{t+k+g+1} - beta g <= log(delta / (1 + e^beta))}``
 (0 if no k qualifies). If D(Y) >= k + 1, every Z within k replacements of Y is
 safe: Z and any neighbour Z' of it are within k + 1 of Y, so by (b)
@@ -100,13 +100,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..design import Design
-from ..noise import exponential_mechanism_point_release, laplace_mechanism
-from ..privacy import PrivacySpent
-from . import tukey_depth as td
-from .base import PrivacyRequest, Release, failed_release
-from .tukey_m import MIN_MODELS, default_m
-from .tukey_models import partition_models
+from ...design import Design
+from ...noise import exponential_mechanism_point_release, laplace_mechanism
+from ...privacy import PrivacySpent
+from ..base import PrivacyRequest, Release, failed_release
+from . import depth as td
+from .default_m import MIN_MODELS, default_m
+from .models import partition_models
 
 DEFAULTS: dict[str, object] = {"m": None}
 

@@ -6,7 +6,7 @@ is used: the batches hold ``floor(n/m)`` or ``ceil(n/m)`` rows (the public code
 drops the ``n mod m`` left over). The permutation is drawn through
 dpstats/noise.py and does not depend on the data.
 
-What the privacy proof needs (dpstats/mechanisms/tukey.py): each model is a
+What the privacy proof needs (dpstats/mechanisms/tukey/mechanism.py): each model is a
 function of its own batch only, computed the same way whatever the other
 batches hold, so that replacing one row changes at most one model. Hence no
 data-dependent switch between solvers for the whole stack (such as a batched
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import noise
+from ... import noise
 
 #: Models are clipped to +-MODEL_LIMIT, so that box side lengths and their logs stay finite.
 MODEL_LIMIT = 1e150

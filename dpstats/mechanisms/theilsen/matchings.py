@@ -35,7 +35,7 @@ import numbers
 
 import numpy as np
 
-from ..noise import permutation
+from ...noise import permutation
 
 ALL = "all"
 

@@ -63,11 +63,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .. import noise
-from ..design import CenteredUnitScale, Design, place_coefficients
-from ..privacy import PrivacySpent
+from ... import noise
+from ...design import CenteredUnitScale, Design, place_coefficients
+from ...privacy import PrivacySpent
+from ..base import PrivacyRequest, Release
 from . import dp_median, matchings, smooth_sensitivity
-from .base import PrivacyRequest, Release
 from .pair_counting import AllPairsCounter
 from .pair_estimates import all_pairs, n_pairs, pair_estimates, pilot_estimates, valid_sorted
 

@@ -43,7 +43,7 @@ rejections). The knots only change the running time; the starting ones are
 placed at (approximate) quantiles of the estimates near the median rank.
 Only ``lt``/``le`` counts are needed, from an *oracle*: a sorted array
 (:class:`SortedOracle`) or the O(n log n) all-pairs counter
-(:class:`~dpstats.mechanisms.pair_counting.AllPairsCounter`), so the
+(:class:`~dpstats.mechanisms.theilsen.pair_counting.AllPairsCounter`), so the
 all-pairs median never lists its n(n - 1)/2 estimates.
 
 Small problems. For a sorted oracle of at most ``DIRECT_MAX`` estimates
@@ -62,7 +62,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..noise import gumbel, uniform
+from ...noise import gumbel, uniform
 from .pair_counting import AllPairsCounter
 
 UTILITY_GRID = 257

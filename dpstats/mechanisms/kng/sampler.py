@@ -54,7 +54,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .. import noise
+from ... import noise
 
 NORMS = ("linf", "l2", "l1")
 #: Proposals per chain of the exact least-squares sampler before it falls back to the chain.

@@ -1,0 +1,22 @@
+"""The K-norm gradient mechanism (Reimherr & Awan 2019, Theorem 3.1): least squares and quantile regression.
+
+``mechanism`` (the scaled problem, sensitivities, the release) and ``sampler``
+(exact and MCMC draws from the KNG density).
+"""
+
+from __future__ import annotations
+
+from .mechanism import DEFAULTS, KNGSpec, check_request, fit
+
+SPEC = KNGSpec(
+    name="kng",
+    title="K-norm gradient mechanism (KNG)",
+    citation="Reimherr & Awan (2019), Theorem 3.1; linear regression section 4.2, quantile regression section 4.5",
+    estimators=frozenset({"ols", "quantreg"}),
+    needs_bounds=True,
+    max_slopes=None,
+    needs_delta=False,
+    options=DEFAULTS,
+    fit=fit,
+    check_request=check_request,
+)

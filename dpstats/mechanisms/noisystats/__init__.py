@@ -1,0 +1,21 @@
+"""NoisyStats (Alabi et al. 2022, Algorithm 1, and its multivariate generalisation): noisy sufficient statistics.
+
+``mechanism`` holds the release and its sensitivity proofs.
+"""
+
+from __future__ import annotations
+
+from ..base import MechanismSpec
+from .mechanism import fit
+
+SPEC = MechanismSpec(
+    name="noisystats",
+    title="NoisyStats (noisy sufficient statistics)",
+    citation="Alabi, McMillan, Sarathy, Smith, Vadhan (2022), Algorithm 1; multivariate generalisation",
+    estimators=frozenset({"ols"}),
+    needs_bounds=True,
+    max_slopes=None,
+    needs_delta=False,
+    options={},
+    fit=fit,
+)

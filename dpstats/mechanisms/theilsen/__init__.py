@@ -1,0 +1,25 @@
+"""DP Theil-Sen (Alabi et al. 2022, Algorithms 2-5): the median of pairwise predictions.
+
+``mechanism`` (the fit), ``matchings`` (which pairs), ``pair_estimates`` and
+``pair_counting`` (the pairs' predictions, listed or counted), ``dp_median``
+(the exponential and widened medians) and ``smooth_sensitivity`` (the
+Student-t median).
+"""
+
+from __future__ import annotations
+
+from ..base import MechanismSpec
+from .mechanism import DEFAULTS, check_request, fit
+
+SPEC = MechanismSpec(
+    name="theilsen",
+    title="DP Theil-Sen (median of pairwise predictions: exp / wide / smooth)",
+    citation="Alabi, McMillan, Sarathy, Smith, Vadhan (2022), Algorithms 2-5, Lemmas 5, 10, 20, 21",
+    estimators=frozenset({"ols"}),
+    needs_bounds=True,
+    max_slopes=1,
+    needs_delta=False,
+    options=DEFAULTS,
+    fit=fit,
+    check_request=check_request,
+)

@@ -1,0 +1,24 @@
+"""Approximate Tukey depth with propose-test-release (Amin et al. 2023): no data bounds needed.
+
+``mechanism`` (the fit), ``models`` (the disjoint batches' OLS models),
+``depth`` (volumes, distance to unsafety, sampling by depth) and
+``default_m`` (the number of models, from public facts).
+"""
+
+from __future__ import annotations
+
+from ..base import MechanismSpec
+from .mechanism import DEFAULTS, check_request, fit
+
+SPEC = MechanismSpec(
+    name="tukey",
+    title="Tukey depth with propose-test-release (no data bounds)",
+    citation="Amin, Joseph, Ribero, Vassilvitskii (2023), Algorithm 2; Brown et al. (2021), Lemma 3.8",
+    estimators=frozenset({"ols"}),
+    needs_bounds=False,
+    max_slopes=None,
+    needs_delta=True,
+    options=DEFAULTS,
+    fit=fit,
+    check_request=check_request,
+)
