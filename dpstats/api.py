@@ -10,7 +10,7 @@ from .formula import build_design
 from .mechanisms import PrivacyRequest, choose_auto, get_mechanism
 from .metadata import check_bounds
 from .noise import RandomState, make_rng
-from .privacy import PrivacySpent, check_delta, check_eps
+from .privacy import PrivacySpent, check_budget, check_delta, check_eps
 from .quantile_fits import DPQuantileFits
 from .quantiles import check_quantiles
 from .results import DPRegressionResults
@@ -19,13 +19,15 @@ from .results import DPRegressionResults
 def dp_ols(
     formula: str,
     data: pd.DataFrame,
-    eps: float,
+    eps: float | None = None,
     bounds: Mapping[str, Sequence[float]] | None = None,
     levels: Mapping[str, Sequence] | None = None,
     method: str = "auto",
     delta: float = 0.0,
     random_state: RandomState = None,
     missing: str = "impute",
+    *,
+    rho: float | None = None,
     **options: object,
 ) -> DPRegressionResults:
     """Differentially private least squares from a formula.
@@ -41,13 +43,17 @@ def dp_ols(
         ranks, cumulative sums, ``center``, ``standardize``) is refused before
         the data are read.
     data : DataFrame (or dict of columns) holding the private rows.
-    eps : total privacy budget of the call (> 0, finite).
+    eps : total privacy budget of the call (> 0, finite). What is reported
+        never exceeds it.
     bounds : public bounds ``{name: (lower, upper)}`` for every numeric variable
         (or expression) the formula uses; the data are clipped to them.
     levels : public levels ``{name: [...]}`` of every categorical variable.
     method : ``"auto"`` or a registered mechanism (``"noisystats"``).
     delta : for approximate-DP mechanisms; must be 0 for pure ones.
     random_state : None (fresh OS entropy), an int, or a numpy Generator.
+    rho : for a zCDP mechanism (``method="gradient", variant="zcdp"``), the
+        rho of rho-zCDP, given instead of eps; a zCDP mechanism given eps and
+        delta uses the largest rho that meets them (dpstats/privacy.py).
     missing : ``"impute"`` (default) gives every bad cell a row-wise
         treatment, so that no private row can make the call raise: a missing,
         non-finite or non-numeric numeric cell becomes the midpoint of its
@@ -61,7 +67,9 @@ def dp_ols(
 
     Neighbouring datasets differ in one row and have the same n (public).
     """
-    return _fit("ols", formula, data, eps, bounds, levels, method, delta, random_state, missing, options)
+    eps, rho = check_budget(eps, rho)
+    privacy = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho)
+    return _fit("ols", formula, data, privacy, bounds, levels, method, random_state, missing, options)
 
 
 def dp_quantreg(
@@ -100,51 +108,66 @@ def dp_quantreg(
     a :class:`~dpstats.quantile_fits.DPQuantileFits` for a list.
     """
     quantiles = check_quantiles(q)
-    if isinstance(quantiles, float):
-        return _fit(
-            "quantreg", formula, data, eps, bounds, levels, method, delta, random_state, missing, options, q=quantiles
-        )
     eps, delta = check_eps(eps), check_delta(delta)
-    rng = make_rng(random_state)  # one stream for all quantiles: their noise is independent
-    part, part_delta = eps / len(quantiles), delta / len(quantiles)
-    fits = []
-    for tau in quantiles:
-        fits.append(
-            _fit("quantreg", formula, data, part, bounds, levels, method, part_delta, rng, missing, options, q=tau)
+    if isinstance(quantiles, float):
+        privacy = PrivacyRequest(eps=eps, delta=delta)
+        return _fit(
+            "quantreg", formula, data, privacy, bounds, levels, method, random_state, missing, options, quantiles
         )
-    split = tuple((f"q={tau:g}", part) for tau in quantiles)
+    rng = make_rng(random_state)  # one stream for all quantiles: their noise is independent
+    part = PrivacyRequest(eps=eps / len(quantiles), delta=delta / len(quantiles))
+    fits = tuple(
+        _fit("quantreg", formula, data, part, bounds, levels, method, rng, missing, options, tau) for tau in quantiles
+    )
+    split = tuple((f"q={tau:g}", part.eps) for tau in quantiles)
     caveats = tuple(dict.fromkeys(c for fit in fits for c in fit.privacy.caveats))  # each once, in order
-    spent = PrivacySpent(notion="pure" if delta == 0 else "approx", eps=eps, delta=delta, split=split, caveats=caveats)
-    return DPQuantileFits(quantiles=quantiles, fits=tuple(fits), privacy=spent)
+    spent = PrivacySpent(
+        notion="pure" if delta == 0 else "approx",
+        eps=eps,
+        delta=delta,
+        split=split,
+        caveats=caveats,
+        proven=all(fit.privacy.proven for fit in fits),
+    )
+    return DPQuantileFits(quantiles=quantiles, fits=fits, privacy=spent)
 
 
 def _fit(
     estimator: str,
     formula: str,
     data: pd.DataFrame,
-    eps: float,
+    privacy: PrivacyRequest,
     bounds: Mapping[str, Sequence[float]] | None,
     levels: Mapping[str, Sequence] | None,
     method: str,
-    delta: float,
     random_state: RandomState,
     missing: str,
     options: Mapping[str, object],
     q: float | None = None,
 ) -> DPRegressionResults:
-    eps = check_eps(eps)
-    delta = check_delta(delta)
+    """One fit. Every check of a public input comes before the data are read;
+    ``method="auto"`` chooses from the design's shape, which the formula and
+    the declarations alone decide."""
     reason = None
     if method == "auto":
-        method, reason = choose_auto(estimator)
-    spec = get_mechanism(method, estimator)
-    hyper = spec.check_options(options)
-    spec.check_privacy(delta, hyper)
+        if options:
+            raise ValueError(f"options {sorted(options)} need an explicit method=...")
+        need_bounds = True
+    else:
+        spec = get_mechanism(method, estimator)
+        hyper = spec.check_options(options)
+        spec.check_privacy(privacy, hyper)
+        need_bounds = spec.needs_bounds
     rng = make_rng(random_state)
-    design, formula_spec = build_design(formula, data, bounds, levels, need_bounds=spec.needs_bounds, missing=missing)
+    design, formula_spec = build_design(formula, data, bounds, levels, need_bounds=need_bounds, missing=missing)
+    if method == "auto":
+        method, reason = choose_auto(estimator, design.n_columns)
+        spec = get_mechanism(method, estimator)
+        hyper = spec.check_options({})
+        spec.check_privacy(privacy, hyper)
     spec.check_design(design)
     quantile = {} if q is None else {"q": q}  # quantile regression: the mechanism's fit gets q
-    release = spec.fit(design, PrivacyRequest(eps=eps, delta=delta), rng, **hyper, **quantile)
+    release = spec.fit(design, privacy, rng, **hyper, **quantile)
     return DPRegressionResults.from_release(
         release,
         estimator=estimator,

@@ -37,6 +37,13 @@ def check_delta(delta: object, name: str = "delta") -> float:
     return value
 
 
+def check_budget(eps: object, rho: object) -> tuple[float | None, float | None]:
+    """Exactly one of ``eps`` (the call's total) and ``rho`` (for zCDP mechanisms), validated."""
+    if (eps is None) == (rho is None):
+        raise ValueError("pass exactly one of eps (the call's total budget) and rho (for zCDP mechanisms)")
+    return (None, check_eps(rho, "rho")) if eps is None else (check_eps(eps), None)
+
+
 @dataclass(frozen=True)
 class PrivacySpent:
     """What one call spent, under which notion, and how it was split.
@@ -44,7 +51,9 @@ class PrivacySpent:
     ``notion`` is ``"pure"`` (eps-DP), ``"approx"`` ((eps, delta)-DP) or
     ``"zcdp"`` (rho-zCDP, with the implied (eps, delta) in ``eps``/``delta``).
     ``split`` names each internal release with the part of the budget it used;
-    for pure DP its eps add up to ``eps`` by basic composition.
+    for pure DP its eps add up to ``eps`` by basic composition. ``proven`` is
+    False where the guarantee rests on a sampler whose closeness to its target
+    distribution is not proven (an MCMC chain); ``caveats`` then say what holds.
     """
 
     notion: str
@@ -54,6 +63,7 @@ class PrivacySpent:
     split: tuple[tuple[str, float], ...] = field(default_factory=tuple)
     neighbours: str = NEIGHBOURS
     caveats: tuple[str, ...] = field(default_factory=tuple)
+    proven: bool = True
 
     def as_dict(self) -> dict:
         """Plain-Python view (for JSON and for R)."""
@@ -65,7 +75,14 @@ class PrivacySpent:
             "split": dict(self.split),
             "neighbours": self.neighbours,
             "caveats": list(self.caveats),
+            "proven": self.proven,
         }
+
+    def guarantee(self) -> str:
+        """Whether the guarantee is proven, in words (for the summary)."""
+        if self.proven:
+            return "proven (the mechanism's proof holds for the sampler as implemented)"
+        return "NOT proven: it rests on an MCMC sampler whose mixing is not proven (see the caveats)"
 
     def describe(self) -> str:
         """One line such as ``eps = 1 (pure DP)``."""

@@ -33,7 +33,6 @@ only the release comes out.
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 from collections.abc import Mapping
@@ -153,13 +152,6 @@ def echo_columns(columns: Mapping[str, Mapping[str, Any]], nrow: int | None = No
 # --------------------------------------------------------------------------
 
 
-def has_quantreg() -> bool:
-    """True once the Python package has ``dp_quantreg`` (the KNG issue)."""
-    import dpstats
-
-    return hasattr(dpstats, "dp_quantreg")
-
-
 def result_payload(res: Any) -> dict:
     """Everything R needs from a fit, as builtins (post-processing only)."""
     import dpstats
@@ -220,16 +212,9 @@ def _fit(
         return dpstats.dp_ols(formula, frame, missing=missing, **kwargs)
     if estimator != "quantreg":
         raise ValueError(f"unknown estimator {estimator!r}")
-    if not has_quantreg():
-        raise NotImplementedError("dp_quantreg is not available until the KNG mechanism lands")
-    fn = dpstats.dp_quantreg
-    params = inspect.signature(fn).parameters
     quantiles = _as_list(tau)
     q = quantiles[0] if len(quantiles) == 1 else quantiles
-    kwargs["tau" if "tau" in params and "q" not in params else "q"] = q
-    if "missing" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        kwargs["missing"] = missing
-    return fn(formula, frame, **kwargs)
+    return dpstats.dp_quantreg(formula, frame, q=q, missing=missing, **kwargs)
 
 
 def fit_from_r(
@@ -242,7 +227,7 @@ def fit_from_r(
     method: str = "auto",
     delta: Any = 0.0,
     random_state: Any = None,
-    missing: str = "raise",
+    missing: str = "impute",
     options: Any = None,
     tau: Any = None,
     nrow: int | None = None,
@@ -497,7 +482,6 @@ __all__ = [
     "echo_columns",
     "fit_from_r",
     "frame_from_columns",
-    "has_quantreg",
     "pandas_to_r",
     "plain",
     "r_to_pandas",

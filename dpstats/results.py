@@ -176,6 +176,7 @@ class DPRegressionResults:
                     "eps": self.privacy.eps,
                     "delta": self.privacy.delta,
                     "rho": self.privacy.rho,
+                    "proven": self.privacy.proven,
                     "failed": self.failed,
                 }
             ]
@@ -264,6 +265,7 @@ def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
     spent = res.privacy
     privacy = [
         ("Privacy", spent.describe()),
+        ("Guarantee", spent.guarantee()),
         ("Neighbours", spent.neighbours),
         ("Budget split", ", ".join(f"{name}: {part:.4g}" for name, part in spent.split)),
         (

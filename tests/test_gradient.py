@@ -40,8 +40,8 @@ from dpstats.privacy import DEFAULT_REPORT_DELTA, approx_to_zcdp_rho, gaussian_d
 
 ENGEL_BOUNDS = {"income": (0, 5000), "foodexp": (0, 2500)}
 # Budgets at which every variant's noise is below 1e-6 per round: Laplace scale 4 T / eps = 3.2e-7;
-# approx: rho ~ eps, sigma = 2 sqrt(T / rho) = 5.7e-7 at eps = 1e15; zcdp: rho = eps^2 / 2.
-HUGE = {"pure": ({}, 1e9), "approx": ({"delta": 1e-6}, 1e15), "zcdp": ({}, 1e9)}
+# approx: rho ~ eps, sigma = 2 sqrt(T / rho) = 5.7e-7 at eps = 1e15; zcdp: rho = 5e17 (= (1e9)^2 / 2).
+HUGE = {"pure": {"eps": 1e9}, "approx": {"eps": 1e15, "delta": 1e-6}, "zcdp": {"rho": 5e17}}
 
 
 def engel() -> pd.DataFrame:
@@ -106,9 +106,8 @@ def test_registered_with_table1_defaults() -> None:
 @pytest.mark.parametrize("variant", ["pure", "approx", "zcdp"])
 def test_huge_budget_is_the_noiseless_descent_on_engel(variant: str) -> None:
     df = engel()
-    kw, eps = HUGE[variant]
     res = dpstats.dp_ols(
-        "foodexp ~ income", df, eps=eps, bounds=ENGEL_BOUNDS, method="gradient", variant=variant, random_state=3, **kw
+        "foodexp ~ income", df, bounds=ENGEL_BOUNDS, method="gradient", variant=variant, random_state=3, **HUGE[variant]
     )
     u, v = df.income.to_numpy() / 5000, df.foodexp.to_numpy() / 2500
     got = unit_predictions(res.params.to_numpy(), ENGEL_BOUNDS["income"], ENGEL_BOUNDS["foodexp"])
@@ -126,7 +125,14 @@ def test_engel_converges_to_statsmodels_ols_with_more_rounds() -> None:
     gaps = {}
     for T in (80, 400, 2000):
         res = dpstats.dp_ols(
-            "foodexp ~ income", df, eps=1e9, bounds=ENGEL_BOUNDS, method="gradient", variant="zcdp", T=T, random_state=0
+            "foodexp ~ income",
+            df,
+            rho=5e17,
+            bounds=ENGEL_BOUNDS,
+            method="gradient",
+            variant="zcdp",
+            T=T,
+            random_state=0,
         )
         got = unit_predictions(res.params.to_numpy(), ENGEL_BOUNDS["income"], ENGEL_BOUNDS["foodexp"])
         gaps[T] = np.abs(got - target).max()
@@ -140,8 +146,8 @@ def test_engel_converges_to_statsmodels_ols_with_more_rounds() -> None:
 def test_synthetic_design_converges_at_T80(n: int, var_x: float, sd_e: float) -> None:
     u, v = synthetic(n, var_x, sd_e, seed=n)
     target = ols_predictions(u, v)
-    for variant, (kw, eps) in HUGE.items():
-        privacy = PrivacyRequest(eps=eps, delta=kw.get("delta", 0.0))
+    for variant, budget in HUGE.items():
+        privacy = PrivacyRequest(budget.get("eps"), budget.get("delta", 0.0), budget.get("rho"))
         release = gd.fit(unit_design(u, v), privacy, np.random.default_rng(1), variant=variant)
         got = unit_predictions(release.params, (0.0, 1.0), (0.0, 1.0))
         assert np.abs(got - target).max() < 1e-4
@@ -170,8 +176,12 @@ def test_seeded_and_always_finite() -> None:
     np.testing.assert_array_equal(a.params.to_numpy(), b.params.to_numpy())
     const = pd.DataFrame({"income": np.full(50, 1000.0), "foodexp": np.full(50, 500.0)})
     for data, eps in ((df, 1e-6), (const, 1.0), (const, 1e9)):
-        for variant, delta in (("pure", 0.0), ("approx", 1e-9), ("zcdp", 0.0)):
-            res = dpstats.dp_ols("foodexp ~ income", data, eps=eps, delta=delta, variant=variant, random_state=2, **kw)
+        for variant, budget in (
+            ("pure", {"eps": eps}),
+            ("approx", {"eps": eps, "delta": 1e-9}),
+            ("zcdp", {"rho": eps}),
+        ):
+            res = dpstats.dp_ols("foodexp ~ income", data, variant=variant, random_state=2, **budget, **kw)
             assert np.all(np.isfinite(res.params.to_numpy())) and not res.failed
 
 
@@ -180,12 +190,13 @@ def test_seeded_and_always_finite() -> None:
 # --------------------------------------------------------------------------
 
 
-def _fit(variant: str, eps: float, delta: float = 0.0):
+def _fit(variant: str, eps: float | None, delta: float = 0.0, rho: float | None = None):
     return dpstats.dp_ols(
         "foodexp ~ income",
         engel(),
         eps=eps,
         delta=delta,
+        rho=rho,
         bounds=ENGEL_BOUNDS,
         method="gradient",
         variant=variant,
@@ -207,23 +218,68 @@ def test_approx_reports_eps_delta_and_the_rho_used() -> None:
     assert "rho" in spent.describe() or "rho" in " ".join(spent.caveats)
 
 
-def test_zcdp_reports_rho_and_implied_eps_delta() -> None:
-    spent = _fit("zcdp", 1.0).privacy
+def test_zcdp_given_rho_reports_rho_and_implied_eps_delta() -> None:
+    spent = _fit("zcdp", None, rho=0.5).privacy
     assert (spent.notion, spent.rho, spent.delta) == ("zcdp", 0.5, DEFAULT_REPORT_DELTA)
     assert spent.eps == pytest.approx(zcdp_to_approx_eps(0.5, DEFAULT_REPORT_DELTA))
     assert any("default delta" in c for c in spent.caveats)
-    spent = _fit("zcdp", 1.0, 1e-9).privacy
+    spent = _fit("zcdp", None, 1e-9, rho=0.5).privacy
     assert (spent.rho, spent.delta) == (0.5, 1e-9) and spent.eps == zcdp_to_approx_eps(0.5, 1e-9)
     assert not any("default delta" in c for c in spent.caveats)
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 5.76, 20.0])
+@pytest.mark.parametrize("delta", [1e-9, 1e-6, 1e-3])
+def test_zcdp_given_eps_and_delta_never_reports_more_than_passed(eps: float, delta: float) -> None:
+    """eps is the call's total: the rho used is the largest whose (eps, delta) guarantee meets the eps passed.
+
+    Before, eps = 1, delta = 1e-6 was read as rho = eps^2 / 2 and reported eps = 5.76.
+    """
+    spent = _fit("zcdp", eps, delta).privacy
+    assert (spent.notion, spent.eps, spent.delta) == ("zcdp", eps, delta)
+    assert spent.rho == approx_to_zcdp_rho(eps, delta)
+    assert zcdp_to_approx_eps(spent.rho, delta) <= eps < zcdp_to_approx_eps(spent.rho * (1 + 1e-9), delta)
+
+
+def test_zcdp_noise_follows_the_rho_used() -> None:
+    """The replayed Gaussian rounds spend rho/T each, with the rho the conversion gives (not eps^2 / 2)."""
+    from dpstats.noise import recording
+
+    u, v = synthetic(100, 0.05, 0.1, seed=1)
+    with recording() as log:
+        _, spent = gd.fit_unit(u, v, PrivacyRequest(1.0, 1e-6), np.random.default_rng(0), variant="zcdp", T=10)
+    assert [r.rho for r in log] == pytest.approx([approx_to_zcdp_rho(1.0, 1e-6) / 10] * 10)
+    assert spent.eps == 1.0
+
+
+@pytest.mark.parametrize(
+    ("budget", "match"),
+    [
+        ({"eps": 1.0}, "variant='zcdp' needs rho"),
+        ({"eps": 1.0, "rho": 0.5}, "exactly one of eps"),
+        ({}, "exactly one of eps"),
+        ({"rho": -1.0}, "rho must be"),
+    ],
+)
+def test_zcdp_budget_errors(budget: dict, match: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=match):
+        dpstats.dp_ols("foodexp ~ income", engel(), bounds=ENGEL_BOUNDS, method="gradient", variant="zcdp", **budget)
+
+
+def test_rho_is_refused_by_mechanisms_that_are_not_zcdp() -> None:
+    for method, options in (("noisystats", {}), ("theilsen", {}), ("gradient", {"variant": "pure"}), ("kng", {})):
+        with pytest.raises(ValueError, match="rho"):
+            dpstats.dp_ols("foodexp ~ income", engel(), rho=0.5, bounds=ENGEL_BOUNDS, method=method, **options)
 
 
 def test_per_round_budget_in_the_noise_records() -> None:
     from dpstats.noise import recording
 
     u, v = synthetic(100, 0.05, 0.1, seed=1)
-    for variant, delta, norm in (("pure", 0.0, "l1"), ("zcdp", 0.0, "l2"), ("approx", 1e-6, "l2")):
+    requests = (("pure", PrivacyRequest(2.0), "l1"), ("zcdp", PrivacyRequest(None, rho=2.0), "l2"))
+    for variant, privacy, norm in (*requests, ("approx", PrivacyRequest(2.0, 1e-6), "l2")):
         with recording() as log:
-            _, spent = gd.fit_unit(u, v, PrivacyRequest(2.0, delta), np.random.default_rng(0), variant=variant, T=10)
+            _, spent = gd.fit_unit(u, v, privacy, np.random.default_rng(0), variant=variant, T=10)
         assert len(log) == 10 and {r.norm for r in log} == {norm}
         if variant == "pure":
             assert sum(r.eps for r in log) == pytest.approx(2.0)
@@ -268,9 +324,9 @@ def test_bad_options_raise_naming_the_option(options: dict, delta: float, match:
 
 def test_budget_too_small_for_floats_is_refused() -> None:
     u, v = synthetic(50, 0.05, 0.1, seed=0)
-    for variant, eps in (("pure", 1e-320), ("zcdp", 1e-300)):
-        with pytest.raises(ValueError, match="eps is too small"):
-            gd.fit_unit(u, v, PrivacyRequest(eps), np.random.default_rng(0), variant=variant)
+    for variant, privacy in (("pure", PrivacyRequest(1e-320)), ("zcdp", PrivacyRequest(None, rho=5e-324))):
+        with pytest.raises(ValueError, match="too small"):
+            gd.fit_unit(u, v, privacy, np.random.default_rng(0), variant=variant)
     p, _ = gd.fit_unit(u, v, PrivacyRequest(1e-300), np.random.default_rng(0), variant="pure")
     assert np.all(np.isfinite(p))
 

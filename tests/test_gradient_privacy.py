@@ -54,7 +54,11 @@ from dpstats.privacy import gaussian_delta
 
 UNIT = [(0.0, 1.0)]
 PAIRS = corner_pairs(10, UNIT, (0.0, 1.0))
-VARIANT_PRIVACY = {"pure": PrivacyRequest(1.0), "approx": PrivacyRequest(1.0, 1e-6), "zcdp": PrivacyRequest(1.0)}
+VARIANT_PRIVACY = {
+    "pure": PrivacyRequest(1.0),
+    "approx": PrivacyRequest(1.0, 1e-6),
+    "zcdp": PrivacyRequest(None, rho=0.5),
+}
 
 
 def _replay(variant: str, **options):
@@ -151,7 +155,9 @@ def _audit(variant: str, canary: str | None, delta: float = 0.0, reduce=None) ->
         result = graybox_audit(
             gd.fit,
             WORST,
-            VARIANT_PRIVACY[variant] if variant == "approx" else PrivacyRequest(2.0),
+            {"pure": PrivacyRequest(2.0), "approx": VARIANT_PRIVACY["approx"], "zcdp": PrivacyRequest(None, rho=2.0)}[
+                variant
+            ],
             "gradient[0]",
             runs=50_000,
             seed=3,
@@ -181,7 +187,7 @@ def _exact_gaussian_eps(rho: float, delta: float) -> float:
 @pytest.mark.parametrize("canary", list(CANARIES))
 def test_graybox_gaussian_round(canary: str) -> None:
     delta = 1e-3
-    claim = _exact_gaussian_eps(2.0**2 / 2 / ROUND["T"], delta)  # zcdp: rho = eps^2 / 2 = 2, rho_t = 1
+    claim = _exact_gaussian_eps(2.0 / ROUND["T"], delta)  # zcdp: rho = 2, rho_t = 1
     eps_lb = _audit("zcdp", CANARIES[canary], delta=delta)
     if CANARIES[canary] is None:
         assert eps_lb <= claim

@@ -29,6 +29,7 @@ from scipy.spatial.distance import pdist
 
 import dpstats
 from dpstats.audit.neighbours import design_from_arrays
+from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.kng import mechanism as kng
 from dpstats.mechanisms.kng.mechanism import UnitBoxScale, box_norm, least_squares_sensitivity, quantile_sensitivity
 from dpstats.quantile_fits import DPQuantileFits
@@ -137,8 +138,8 @@ def test_delta_is_refused(frame: pd.DataFrame) -> None:
     raises_clean(
         match, dpstats.dp_quantreg, "y ~ x", frame, q=[0.2, 0.8], eps=1, bounds=BOUNDS, method="kng", delta=1e-6
     )
-    raises_clean(match, kng.check_request, 1e-6, kng.DEFAULTS)
-    kng.check_request(0.0, kng.DEFAULTS)  # and delta = 0 passes
+    raises_clean(match, kng.check_request, PrivacyRequest(1.0, 1e-6), kng.DEFAULTS)
+    kng.check_request(PrivacyRequest(1.0), kng.DEFAULTS)  # and delta = 0 passes
 
 
 @pytest.mark.parametrize(

@@ -362,7 +362,13 @@ def test_dp_quantreg_on_r_data_equals_rq(ro) -> None:
     """Python's dp_quantreg on R's engel against quantreg::rq, through rpy2, at eps = 1e9."""
     data = r_interop.r_to_pandas(ro.r('local({data(engel, package = "quantreg"); engel})'))
     res = dpstats.dp_quantreg(
-        "foodexp ~ income", data, q=0.5, eps=1e9, bounds={"income": (0, 5000), "foodexp": (0, 2500)}, random_state=3
+        "foodexp ~ income",
+        data,
+        q=0.5,
+        eps=1e9,
+        bounds={"income": (0, 5000), "foodexp": (0, 2500)},
+        method="kng",
+        random_state=3,
     )
     ref = ro.r(
         'coef(quantreg::rq(foodexp ~ income, tau = 0.5, data = local({data(engel, package = "quantreg"); engel})))'
@@ -411,13 +417,12 @@ def test_fit_from_r_returns_builtins_only() -> None:
 
 def test_fit_from_r_reports_errors_as_values() -> None:
     columns = _columns(y=("double", [1.0, 2.0, 3.0], [False, True, False]), x=("integer", [1, 2, 3], [False] * 3))
-    out = r_interop.fit_from_r("ols", "y ~ x", columns, 1.0, bounds={"y": [0, 5], "x": [0, 5]})
+    out = r_interop.fit_from_r("ols", "y ~ x", columns, 1.0, bounds={"y": [0, 5], "x": [0, 5]}, missing="raise")
     assert out == {"ok": False, "error": "ValueError", "message": out["message"]}
-    assert "'y' has missing values" in out["message"]
-    out = r_interop.fit_from_r("quantreg", "y ~ x", columns, 1.0, tau=0.5)
-    assert not out["ok"]
-    if not hasattr(dpstats, "dp_quantreg"):
-        assert "not available until the KNG mechanism lands" in out["message"]
+    assert "'y' has a missing" in out["message"] and "curator" in out["message"]
+    assert r_interop.fit_from_r("ols", "y ~ x", columns, 1.0, bounds={"y": [0, 5], "x": [0, 5]})["ok"]
+    out = r_interop.fit_from_r("quantreg", "y ~ x", columns, 1.0, tau=0.5)  # no bounds: a schema error
+    assert not out["ok"] and "cannot derive bounds" in out["message"]
 
 
 def test_frame_from_columns_scalars_and_types() -> None:

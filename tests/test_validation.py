@@ -127,7 +127,7 @@ def test_bounds_must_be_a_mapping(data):
         (True, TypeError),
         (np.True_, TypeError),
         ("1", TypeError),
-        (None, TypeError),
+        (None, ValueError),  # no budget at all: pass eps (or rho for a zCDP mechanism)
         ([1.0], TypeError),
     ],
 )

@@ -19,10 +19,22 @@ from ..privacy import PrivacySpent
 
 @dataclass(frozen=True)
 class PrivacyRequest:
-    """The validated privacy parameters of one call."""
+    """The validated privacy parameters of one call.
 
-    eps: float
+    ``eps`` is the total budget of the call (with ``delta`` for approximate
+    DP); a zCDP mechanism may be given ``rho`` instead, and then ``eps`` is
+    None. Exactly one of the two is set (:func:`dpstats.privacy.check_budget`).
+    """
+
+    eps: float | None
     delta: float = 0.0
+    rho: float | None = None
+
+
+def refuse_rho(privacy: PrivacyRequest, name: str) -> None:
+    """A mechanism that is not zCDP takes eps, never rho."""
+    if privacy.rho is not None:
+        raise ValueError(f"method={name!r} is not a zCDP mechanism: pass eps (and delta), not rho")
 
 
 @dataclass(frozen=True)
@@ -61,19 +73,22 @@ class MechanismSpec:
     needs_delta: bool
     options: Mapping[str, object]
     fit: FitFunction
-    check_request: Callable[[float, Mapping[str, object]], None] | None = None
+    check_request: Callable[[PrivacyRequest, Mapping[str, object]], None] | None = None
 
-    def check_privacy(self, delta: float, options: Mapping[str, object]) -> None:
-        """Check ``delta`` against the mechanism before any data are read.
+    def check_privacy(self, privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
+        """Check the privacy parameters against the mechanism before any data are read.
 
-        A mechanism whose delta requirement depends on its options (gradient
-        descent: pure, approx or zCDP) supplies ``check_request(delta, options)``,
-        which raises a ValueError naming the option; otherwise ``needs_delta``
-        decides: delta is required when it is true and must be 0 when it is false.
+        A mechanism whose requirements depend on its options (gradient
+        descent: pure, approx or zCDP) supplies ``check_request(privacy, options)``,
+        which raises a ValueError naming the option; otherwise ``rho`` is
+        refused and ``needs_delta`` decides: delta is required when it is true
+        and must be 0 when it is false.
         """
         if self.check_request is not None:
-            self.check_request(delta, options)
+            self.check_request(privacy, options)
             return
+        refuse_rho(privacy, self.name)
+        delta = privacy.delta
         if delta > 0 and not self.needs_delta:
             raise ValueError(f"method={self.name!r} is pure DP: delta must be 0")
         if self.needs_delta and delta == 0:

@@ -35,6 +35,7 @@ glance.dpstats_fit <- function(x, ...) {
     eps = p$eps,
     delta = p$delta,
     rho = p$rho,
+    proven = !identical(p$proven, FALSE),
     failed = x$failed,
     stringsAsFactors = FALSE
   )

@@ -132,6 +132,8 @@
   categorical <- intersect(names(levels), as_character)
   levels_py <- setNames(lapply(categorical, function(v) as.list(as.character(levels[[v]]))),
                         unname(tr$pyname[categorical]))
+  # a bare logical column is a two-level factor, as in lm: its levels follow from R's column type
+  for (v in tr$bare_logical) levels_py[[tr$pyname[[v]]]] <- list(FALSE, TRUE)
   if (!is.null(random_state)) {
     if (random_state != round(random_state) || random_state < 0) stop("random_state must be a non-negative integer", call. = FALSE)
     if (abs(random_state) <= .Machine$integer.max) random_state <- as.integer(random_state)
@@ -163,26 +165,24 @@
 #' @param method "auto" or a mechanism of the Python package ("noisystats", ...).
 #' @param delta for approximate-DP mechanisms.
 #' @param random_state NULL (fresh entropy) or an integer seed.
-#' @param missing "raise" or "midpoint" (missing numeric values become the midpoint of their bounds).
+#' @param missing "impute" (the default: every bad cell gets a row-wise treatment, so that no row can
+#'   make the call fail: a missing or non-finite number becomes the midpoint of its bounds, an undeclared
+#'   or missing level the first declared level) or "raise" (for the data curator only: its error
+#'   describes confidential data).
 #' @param ... the mechanism's hyperparameters.
 #' @return an object of class dpstats_fit holding plain R values only.
 dp_ols <- function(formula, data, eps, bounds = list(), levels = list(), method = "auto", delta = 0,
-                   random_state = NULL, missing = c("raise", "midpoint"), ...) {
+                   random_state = NULL, missing = c("impute", "raise"), ...) {
   .dp_fit("ols", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
           match.arg(missing), list(...))
 }
 
-#' Differentially private quantile regression (the KNG mechanism of the Python package).
+#' Differentially private quantile regression.
 #'
-#' Calls dpstats.dp_quantreg with q = tau (a number or several quantiles, which share eps);
-#' with a Python dpstats too old to have it, stops with an explanation.
+#' Calls dpstats.dp_quantreg with q = tau (a number or several quantiles, which share eps).
 dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels = list(), method = "auto",
-                        delta = 0, random_state = NULL, missing = c("raise", "midpoint"), ...) {
+                        delta = 0, random_state = NULL, missing = c("impute", "raise"), ...) {
   if (!is.numeric(tau) || length(tau) < 1L || any(!is.finite(tau))) stop("tau must be numbers in (0, 1)", call. = FALSE)
-  if (!dpstats_has_quantreg()) {
-    stop("dp_quantreg() is not available until the KNG mechanism lands in the Python package dpstats ",
-         "(this version has no dpstats.dp_quantreg); dp_ols() works now", call. = FALSE)
-  }
   .dp_fit("quantreg", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
           match.arg(missing), list(...), tau = as.list(as.numeric(tau)))
 }
@@ -257,7 +257,8 @@ dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels =
       rho = as.numeric(.scalar(privacy$rho, NA_real_)),
       split = split,
       neighbours = .scalar(privacy$neighbours, NA_character_),
-      caveats = .chr(privacy$caveats)
+      caveats = .chr(privacy$caveats),
+      proven = !identical(privacy$proven, FALSE)
     ),
     bounds = bounds,
     levels = lapply(levels[intersect(names(levels), union(tr$factor_vars, tr$bare_categorical))], identity),

@@ -142,6 +142,11 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
   .field("Status", if (x$failed) paste("FAILED:", x$reason) else "ok")
   cat("\n")
   .field("Privacy", .describe_privacy(x$privacy))
+  .field("Guarantee", if (identical(x$privacy$proven, FALSE)) {
+    "NOT proven: it rests on an MCMC sampler whose mixing is not proven (see the caveats)"
+  } else {
+    "proven (the mechanism's proof holds for the sampler as implemented)"
+  })
   .field("Neighbours", x$privacy$neighbours)
   split <- x$privacy$split
   if (length(split)) .field("Budget split", paste(sprintf("%s: %s", names(split), formatC(split, digits = 4, format = "g")), collapse = ", "))

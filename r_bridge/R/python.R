@@ -97,9 +97,3 @@ dpstats_python <- function() {
   .dpstats_state$interop <- mod
   mod
 }
-
-#' TRUE when the Python package has dp_quantreg (the KNG mechanism has landed).
-dpstats_has_quantreg <- function() {
-  .interop()
-  reticulate::py_has_attr(reticulate::import("dpstats"), "dp_quantreg")
-}

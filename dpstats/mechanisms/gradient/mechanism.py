@@ -41,9 +41,14 @@ Variants (option ``variant``):
   largest value whose conversion :func:`~dpstats.privacy.zcdp_to_approx_eps`
   (Bun & Steinke 2016, Lemma 3.6 and Proposition 1.3) is at most eps at the
   user's delta: (eps, delta)-DP.
-* ``"zcdp"`` (Algorithm 7 with rho = eps^2 / 2, the paper's DPGDzCDP): rho-zCDP.
-  The implied (eps', delta) is reported at the user's delta, or at
-  ``DEFAULT_REPORT_DELTA`` = 1e-6 if none was given (and said so in the caveats).
+* ``"zcdp"`` (Algorithm 7, the paper's DPGDzCDP): rho-zCDP. Given ``rho=``,
+  that rho; its implied (eps', delta) is reported at the user's delta, or at
+  ``DEFAULT_REPORT_DELTA`` = 1e-6 if none was given (and said so in the
+  caveats). Given eps and delta > 0 instead, the eps is the total, as
+  everywhere: rho is the largest value whose conversion (Bun & Steinke 2016,
+  Proposition 1.3 and Lemma 3.6) is at most eps at delta, and the call
+  reports that rho with the eps and delta passed. eps without delta is
+  refused: zCDP implies no pure eps-DP guarantee.
 
 Gradient descent releases no standard errors (see ``SE_NOTE``).
 """
@@ -116,9 +121,17 @@ def check_options(options: Mapping[str, object]) -> dict[str, object]:
     return {"variant": variant, "T": int(T), "tau": float(tau), "start": start_pair}
 
 
-def check_request(delta: float, options: Mapping[str, object]) -> None:
-    """Check the options, and delta against the variant (before any data are read)."""
+def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
+    """Check the options, and the privacy parameters against the variant (before any data are read)."""
     variant = check_options(options)["variant"]
+    delta = privacy.delta
+    if variant != "zcdp" and privacy.rho is not None:
+        raise ValueError(f"rho is for variant='zcdp'; variant={variant!r} takes eps (and delta)")
+    if variant == "zcdp" and privacy.rho is None and delta == 0:
+        raise ValueError(
+            "method='gradient' with variant='zcdp' needs rho=..., or eps with delta > 0 "
+            "(eps is the call's total and zCDP implies no pure eps-DP guarantee)"
+        )
     if variant == "pure" and delta > 0:
         raise ValueError(
             "method='gradient' with variant='pure' is pure DP: delta must be 0 "
@@ -177,7 +190,25 @@ def descend(
 def _check_noise_scale(scale: float, T: int) -> None:
     """Refuse a budget so small that the per-round noise scale is not a finite float (public values only)."""
     if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"eps is too small for T = {T} rounds: the per-round noise scale overflows")
+        raise ValueError(f"the budget is too small for T = {T} rounds: the per-round noise scale overflows")
+
+
+def zcdp_spent(privacy: PrivacyRequest, T: int) -> PrivacySpent:
+    """What variant 'zcdp' spends: the rho given, or the largest rho that meets the eps and delta given."""
+    split = f"{T} noisy gradients (rho/{T} each, Gaussian)"
+    if privacy.rho is None:
+        rho = approx_to_zcdp_rho(privacy.eps, privacy.delta)
+        caveat = (
+            f"rho = {rho:.6g} is the largest rho whose conversion (Bun & Steinke 2016, Prop. 1.3 / Lemma 3.6) "
+            "gives at most the eps passed at the delta passed"
+        )
+        return PrivacySpent("zcdp", privacy.eps, privacy.delta, rho, ((split, rho),), caveats=(caveat,))
+    report_delta = privacy.delta if privacy.delta > 0 else DEFAULT_REPORT_DELTA
+    caveats = [f"the call is rho-zCDP with rho = {privacy.rho:.6g}; the eps shown is implied at delta"]
+    if privacy.delta == 0:
+        caveats.append(f"implied (eps, delta) shown at the default delta = {DEFAULT_REPORT_DELTA:g} (none given)")
+    eps = zcdp_to_approx_eps(privacy.rho, report_delta)
+    return PrivacySpent("zcdp", eps, report_delta, privacy.rho, ((split, privacy.rho),), caveats=tuple(caveats))
 
 
 def _release_rule(
@@ -208,21 +239,8 @@ def _release_rule(
             ),
         )
     else:
-        rho = eps**2 / 2.0
-        if rho == 0.0:
-            raise ValueError("eps is too small for variant='zcdp': rho = eps^2 / 2 underflows to 0")
-        report_delta = delta if delta > 0 else DEFAULT_REPORT_DELTA
-        caveats = [f"the call is rho-zCDP with rho = eps^2/2 = {rho:.6g}; eps here is not an eps-DP guarantee"]
-        if delta == 0:
-            caveats.append(f"implied (eps, delta) shown at the default delta = {DEFAULT_REPORT_DELTA:g} (none given)")
-        spent = PrivacySpent(
-            notion="zcdp",
-            eps=zcdp_to_approx_eps(rho, report_delta),
-            delta=report_delta,
-            rho=rho,
-            split=((f"{T} noisy gradients (rho/{T} each, Gaussian)", rho),),
-            caveats=tuple(caveats),
-        )
+        spent = zcdp_spent(privacy, T)
+        rho = spent.rho
 
     _check_noise_scale(l2_sensitivity(tau) / math.sqrt(2.0 * rho / T) if rho / T > 0 else math.inf, T)
 
@@ -244,7 +262,7 @@ def fit_unit(
     The core of :func:`fit` for callers that already hold unit-scale data
     (benchmarks). Validates ``options`` and delta as :func:`check_request` does.
     """
-    check_request(privacy.delta, options)
+    check_request(privacy, options)
     opts = check_options(options)
     release, spent = _release_rule(opts["variant"], privacy, opts["T"], opts["tau"], rng)
     p = descend(np.asarray(u, float), np.asarray(v, float), release, opts["T"], opts["tau"], opts["start"])

@@ -93,7 +93,7 @@ from ... import noise
 from ...design import Design
 from ...privacy import PrivacySpent
 from ...quantiles import check_quantile
-from ..base import MechanismSpec, PrivacyRequest, Release
+from ..base import MechanismSpec, PrivacyRequest, Release, refuse_rho
 from . import sampler as kng_sampler
 
 DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
@@ -142,9 +142,10 @@ def check_steps(steps: object) -> int:
     return int(steps)
 
 
-def check_request(delta: float, options: Mapping[str, object]) -> None:
+def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
     """Validate delta and the options before any data are read (KNG is pure DP)."""
-    if delta > 0:
+    refuse_rho(privacy, "kng")
+    if privacy.delta > 0:
         raise ValueError("method='kng' is pure DP: delta must be 0")
     check_norm(options["norm"])
     if options["B"] is not None:
@@ -357,7 +358,9 @@ def fit(
         eps,
         name,
     )
-    spent = PrivacySpent(notion="pure", eps=eps, split=((name, eps),), caveats=_caveats(d, steps, estimator))
+    spent = PrivacySpent(
+        notion="pure", eps=eps, split=((name, eps),), caveats=_caveats(d, steps, estimator), proven=d == 1
+    )
     hyper: dict[str, object] = {"norm": norm, "B": B, "steps": steps, "sensitivity": float(f"{delta:.6g}")}
     if tau is not None:
         hyper["q"] = tau

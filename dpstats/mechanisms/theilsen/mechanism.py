@@ -66,7 +66,7 @@ import numpy as np
 from ... import noise
 from ...design import CenteredUnitScale, Design, place_coefficients
 from ...privacy import PrivacySpent
-from ..base import PrivacyRequest, Release
+from ..base import PrivacyRequest, Release, refuse_rho
 from . import dp_median, matchings, smooth_sensitivity
 from .pair_counting import AllPairsCounter
 from .pair_estimates import all_pairs, n_pairs, pair_estimates, pilot_estimates, valid_sorted
@@ -127,9 +127,10 @@ def check_options(options: Mapping[str, object]) -> dict[str, object]:
     return opts
 
 
-def check_request(delta: float, options: Mapping[str, object]) -> None:
+def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
     """Pure eps-DP: delta must be 0; the options are checked before any data are read."""
-    if delta > 0:
+    refuse_rho(privacy, "theilsen")
+    if privacy.delta > 0:
         raise ValueError("method='theilsen' is pure DP: delta must be 0")
     check_options(options)
 

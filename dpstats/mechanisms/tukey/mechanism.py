@@ -103,7 +103,7 @@ import numpy as np
 from ...design import Design
 from ...noise import exponential_mechanism_point_release, laplace_mechanism
 from ...privacy import PrivacySpent
-from ..base import PrivacyRequest, Release, failed_release
+from ..base import PrivacyRequest, Release, failed_release, refuse_rho
 from . import depth as td
 from .default_m import MIN_MODELS, default_m
 from .models import partition_models
@@ -124,9 +124,10 @@ DISTANCE = "distance to unsafety (lower bound)"
 SAMPLE = "restricted exponential mechanism (Tukey depth)"
 
 
-def check_request(delta: float, options: Mapping[str, object]) -> None:
+def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
     """Schema checks before the data are read: delta > 0 and a valid ``m``."""
-    if delta == 0:
+    refuse_rho(privacy, "tukey")
+    if privacy.delta == 0:
         raise ValueError("method='tukey' is approximate DP (propose-test-release): it needs delta > 0")
     m = options.get("m")
     if m is None:

@@ -14,3 +14,12 @@ run_rscript <- function(code, env = character()) {
   out <- suppressWarnings(system2(rscript, script, stdout = TRUE, stderr = TRUE, env = env))
   list(status = if (is.null(attr(out, "status"))) 0L else attr(out, "status"), output = out)
 }
+
+# Skip (rather than fail) where the Python side is missing, as on a check machine without Python.
+skip_if_no_dpstats <- function() {
+  ok <- tryCatch({
+    dpstats:::.interop()
+    TRUE
+  }, error = function(e) FALSE)
+  if (!ok) testthat::skip("no Python with the dpstats package (see dpstats_python())")
+}

@@ -9,6 +9,7 @@ echo <- function(df) {
 is_null <- function(x) vapply(x, is.null, NA)
 
 test_that("NA survives in double, integer, logical, character and factor columns", {
+  skip_if_no_dpstats()
   df <- data.frame(
     d = c(1.5, NA, NaN, Inf, -2),
     i = c(1L, NA, .Machine$integer.max, -.Machine$integer.max, 0L),
@@ -45,6 +46,7 @@ test_that("NA survives in double, integer, logical, character and factor columns
 })
 
 test_that("length-one columns, dates and date-times cross too", {
+  skip_if_no_dpstats()
   out <- echo(data.frame(x = 2.5, n = 3L, s = "z", stringsAsFactors = FALSE))
   expect_equal(out$x$values[[1]], 2.5)
   expect_identical(out$n$dtype, "Int64")
@@ -60,6 +62,7 @@ test_that("length-one columns, dates and date-times cross too", {
 })
 
 test_that("declared categorical columns are sent as their labels", {
+  skip_if_no_dpstats()
   rec <- dpstats:::.column_record(c(4, 6, NA, 8), "cyl", as_character = TRUE)
   expect_identical(rec$type, "character")
   expect_identical(rec$values, c("4", "6", "", "8"))
@@ -75,6 +78,7 @@ d$my.wt <- d$wt
 BB <- c(B, list(hp_i = c(50, 350), my.wt = c(1, 6)))
 
 test_that("integer, logical, character and factor columns fit as lm fits them", {
+  skip_if_no_dpstats()
   cases <- list(
     list(mpg ~ hp_i + wt, list()),
     list(mpg ~ wt + am_l, list()),
@@ -91,39 +95,48 @@ test_that("integer, logical, character and factor columns fit as lm fits them", 
   }
 })
 
-test_that("missing values reach Python as missing, and errors name R's column", {
+test_that("missing values reach Python as missing: imputed row-wise, or named for the curator", {
+  skip_if_no_dpstats()
   dm <- d
   dm$my.wt[3] <- NA
-  expect_error(dp_ols(mpg ~ my.wt, data = dm, eps = 1, bounds = BB, random_state = 1),
-               "'my.wt' has missing values")
-  fit <- dp_ols(mpg ~ my.wt, data = dm, eps = 1e9, bounds = BB, random_state = 1, missing = "midpoint")
+  fit <- dp_ols(mpg ~ my.wt, data = dm, eps = 1e9, bounds = BB, random_state = 1)
   filled <- dm
-  filled$my.wt[3] <- 3.5
+  filled$my.wt[3] <- 3.5  # the midpoint of my.wt's bounds (1, 6)
   expect_equal(coef(fit), coef(lm(mpg ~ my.wt, filled)), tolerance = 1e-6, ignore_attr = TRUE)
+  expect_error(dp_ols(mpg ~ my.wt, data = dm, eps = 1, bounds = BB, random_state = 1, missing = "raise"),
+               "'my.wt' has a missing")
 
+  curator <- function(...) dp_ols(..., eps = 1, missing = "raise")
   dm <- d
   dm$hp_i[5] <- NA
-  expect_error(dp_ols(mpg ~ hp_i, data = dm, eps = 1, bounds = BB), "'hp_i' has missing values")
+  expect_error(curator(mpg ~ hp_i, data = dm, bounds = BB), "'hp_i' has a missing")
   dm <- d
   dm$am_l[2] <- NA
-  expect_error(dp_ols(mpg ~ wt + am_l, data = dm, eps = 1, bounds = BB), "'am_l' has missing values")
+  expect_error(curator(mpg ~ wt + am_l, data = dm, bounds = c(BB, list(am_l = c(0, 1)))), "'am_l' has a missing")
   dm <- d
   dm$gear_c[4] <- NA
-  expect_error(dp_ols(mpg ~ wt + gear_c, data = dm, eps = 1, bounds = BB, levels = list(gear_c = c("3", "4", "5"))),
-               "'gear_c' has missing values")
+  expect_error(curator(mpg ~ wt + gear_c, data = dm, bounds = BB, levels = list(gear_c = c("3", "4", "5"))),
+               "'gear_c' has a missing")
   dm <- d
   dm$cyl[7] <- NA
-  expect_error(dp_ols(mpg ~ wt + factor(cyl), data = dm, eps = 1, bounds = BB, levels = L), "'cyl' has missing values")
+  expect_error(curator(mpg ~ wt + factor(cyl), data = dm, bounds = BB, levels = L), "'cyl' has a missing")
+  # by default the same rows are treated row-wise: no error, finite estimates
+  expect_true(all(is.finite(coef(dp_ols(mpg ~ wt + factor(cyl), data = dm, eps = 1e9, bounds = BB, levels = L)))))
 })
 
-test_that("a value outside the declared levels is an error that shows no value", {
-  err <- tryCatch(dp_ols(mpg ~ wt + factor(cyl), data = mtcars, eps = 1, bounds = B,
-                         levels = list(cyl = c(4, 6))), error = conditionMessage)
+test_that("a value outside the declared levels is the first level, or for the curator an error showing no value", {
+  skip_if_no_dpstats()
+  args <- list(mpg ~ wt + factor(cyl), data = mtcars, eps = 1e9, bounds = B, levels = list(cyl = c(4, 6)))
+  fit <- do.call(dp_ols, args)
+  as_first <- transform(mtcars, cyl = ifelse(cyl == 8, 4, cyl))
+  expect_equal(coef(fit), coef(lm(mpg ~ wt + factor(cyl), as_first)), tolerance = 1e-6, ignore_attr = TRUE)
+  err <- tryCatch(do.call(dp_ols, c(args, missing = "raise")), error = conditionMessage)
   expect_match(err, "not among levels")
   expect_false(grepl("8", err, fixed = TRUE))
 })
 
 test_that("non-syntactic column names cross and come back with lm's names", {
+  skip_if_no_dpstats()
   dd <- data.frame(y = mtcars$mpg, `my var` = mtcars$wt, `the cyl` = mtcars$cyl, g.x = as.character(mtcars$gear),
                    check.names = FALSE)
   f <- y ~ `my var` * factor(`the cyl`) + g.x

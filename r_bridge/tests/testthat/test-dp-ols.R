@@ -1,6 +1,7 @@
 # dp_ols from R: the README's quick start, and parity with R's own lm at eps = 1e9.
 
 test_that("the quick start runs as written", {
+  skip_if_no_dpstats()
   out <- capture.output({
     library(dpstats)
     fit <- dp_ols(mpg ~ wt + factor(cyl), data = mtcars, eps = 1,
@@ -23,6 +24,7 @@ test_that("the quick start runs as written", {
 })
 
 test_that("at eps = 1e9, dp_ols equals lm on mtcars to 1e-6 relative", {
+  skip_if_no_dpstats()
   # Element-wise relative error for the main formula; for the others testthat's
   # tolerance (mean relative difference, as all.equal). Seeded: deterministic.
   f <- mpg ~ wt + factor(cyl)
@@ -40,6 +42,7 @@ test_that("at eps = 1e9, dp_ols equals lm on mtcars to 1e-6 relative", {
 })
 
 test_that("interactions and I() name and order coefficients as lm does", {
+  skip_if_no_dpstats()
   f <- mpg ~ log(hp) + wt + factor(am):wt + I(qsec - 18)
   fit <- dp_ols(f, data = mtcars, eps = 1e9, bounds = B, levels = L, random_state = 3)
   expect_identical(names(coef(fit)), names(coef(lm(f, mtcars))))
@@ -47,18 +50,21 @@ test_that("interactions and I() name and order coefficients as lm does", {
 })
 
 test_that("bounds may be declared for an expression of the formula", {
+  skip_if_no_dpstats()
   b <- list(mpg = c(10, 35), wt = c(1, 6), "log(hp)" = c(log(50), log(350)))
   fit <- dp_ols(mpg ~ wt + log(hp), data = mtcars, eps = 1e9, bounds = b, random_state = 5)
   expect_equal(coef(fit), coef(lm(mpg ~ wt + log(hp), mtcars)), tolerance = 1e-6)
 })
 
 test_that("a seed reproduces the fit; a string formula works", {
+  skip_if_no_dpstats()
   a <- dp_ols(mpg ~ wt, data = mtcars, eps = 2, bounds = B, random_state = 99)
   b <- dp_ols("mpg ~ wt", data = mtcars, eps = 2, bounds = B, random_state = 99)
   expect_identical(coef(a), coef(b))
 })
 
 test_that("schema errors are R errors with the Python side's explanation", {
+  skip_if_no_dpstats()
   expect_error(dp_ols(mpg ~ wt, data = mtcars, eps = 0, bounds = B), "eps must be a positive finite number")
   expect_error(dp_ols(mpg ~ wt, data = mtcars, eps = 1, bounds = list(mpg = c(10, 35))), "wt")
   expect_error(dp_ols(mpg ~ wt, data = mtcars, eps = 1, bounds = B, method = "nope"), "unknown method")
@@ -68,6 +74,7 @@ test_that("schema errors are R errors with the Python side's explanation", {
 })
 
 test_that("only plain values are kept, and data given inline are not stored in the call", {
+  skip_if_no_dpstats()
   fit <- dp_ols(mpg ~ wt, data = data.frame(mpg = mtcars$mpg, wt = mtcars$wt), eps = 1e9, bounds = B,
                 random_state = 1)
   expect_identical(fit$call$data, quote(`<data>`))

@@ -1,10 +1,22 @@
 # The lm-like methods, broom frames, and life after saveRDS/readRDS without Python.
 
-fit <- dp_ols(mpg ~ wt * factor(am) + log(hp), data = mtcars, eps = 1e9, bounds = B, levels = L,
-              random_state = 21)
+# One fit for the whole file, made by the first test that needs it (never at load time, so that a
+# check without Python skips these tests instead of failing).
+fit_once <- local({
+  cached <- NULL
+  function() {
+    if (is.null(cached)) {
+      cached <<- dp_ols(mpg ~ wt * factor(am) + log(hp), data = mtcars, eps = 1e9, bounds = B, levels = L,
+                        random_state = 21)
+    }
+    cached
+  }
+})
 ref <- lm(mpg ~ wt * factor(am) + log(hp), mtcars)
 
 test_that("coef, vcov, nobs, formula and confint have lm's shapes and names", {
+  skip_if_no_dpstats()
+  fit <- fit_once()
   expect_identical(names(coef(fit)), names(coef(ref)))
   expect_identical(dimnames(vcov(fit)), list(names(coef(ref)), names(coef(ref))))
   expect_identical(nobs(fit), 32L)
@@ -16,6 +28,8 @@ test_that("coef, vcov, nobs, formula and confint have lm's shapes and names", {
 })
 
 test_that("predict(newdata) equals lm's prediction at eps = 1e9", {
+  skip_if_no_dpstats()
+  fit <- fit_once()
   nd <- data.frame(wt = c(2.5, 3.5), am = c(0, 1), hp = c(100, 200), row.names = c("a", "b"))
   p <- predict(fit, nd)
   expect_identical(names(p), c("a", "b"))
@@ -25,12 +39,16 @@ test_that("predict(newdata) equals lm's prediction at eps = 1e9", {
 })
 
 test_that("residuals() and fitted() explain that they would need the private data", {
+  skip_if_no_dpstats()
+  fit <- fit_once()
   expect_error(residuals(fit), "would need the private data")
   expect_error(fitted(fit), "would need the private data")
   expect_error(resid(fit), "would need the private data")
 })
 
 test_that("print and summary describe the release", {
+  skip_if_no_dpstats()
+  fit <- fit_once()
   out <- capture.output(print(fit))
   expect_true(any(grepl("NoisyStats", out)))
   expect_true(any(grepl("n = 32 (public)", out, fixed = TRUE)))
@@ -44,6 +62,7 @@ test_that("print and summary describe the release", {
 })
 
 test_that("a failed fit says so", {
+  skip_if_no_dpstats()
   failed <- NULL
   for (seed in 1:50) {
     f <- dp_ols(mpg ~ wt + factor(cyl), data = mtcars, eps = 0.05, bounds = B, levels = L, random_state = seed)
@@ -59,18 +78,22 @@ test_that("a failed fit says so", {
 })
 
 test_that("tidy and glance are registered for broom", {
+  skip_if_no_dpstats()
+  fit <- fit_once()
   skip_if_not_installed("broom")
   td <- broom::tidy(fit, conf.int = TRUE, conf.level = 0.9)
   expect_identical(names(td), c("term", "estimate", "std.error", "statistic", "p.value", "conf.low", "conf.high"))
   expect_equal(td$estimate, unname(coef(fit)))
   gl <- broom::glance(fit)
   expect_identical(nrow(gl), 1L)
-  expect_identical(names(gl), c("nobs", "df.model", "method", "notion", "eps", "delta", "rho", "failed"))
+  expect_identical(names(gl), c("nobs", "df.model", "method", "notion", "eps", "delta", "rho", "proven", "failed"))
   expect_identical(gl$method, "noisystats")
   expect_equal(gl$eps, 1e9)
 })
 
 test_that("the fit survives saveRDS/readRDS and works afterwards without Python", {
+  skip_if_no_dpstats()
+  fit <- fit_once()
   path <- tempfile(fileext = ".rds")
   saveRDS(fit, path)
   back <- readRDS(path)

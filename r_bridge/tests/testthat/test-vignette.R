@@ -1,6 +1,7 @@
 # The vignette's R chunks run as written.
 
 test_that("the vignette runs", {
+  skip_if_no_dpstats()
   path <- file.path("..", "..", "vignettes", "dpstats.Rmd")
   skip_if_not(file.exists(path), "vignette source not found (installed tests)")
   lines <- readLines(path)
