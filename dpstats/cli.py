@@ -2,7 +2,7 @@
 
 Usage::
 
-    dpstats ols "FORMULA" --data CSV --eps 1 --bounds var=lo:hi [--bounds ...]
+    dpstats ols "FORMULA" --data CSV (--eps 1 | --rho R) --bounds var=lo:hi [--bounds ...]
                 [--levels var=a,b,c ...] [--method auto|noisystats] [--delta D]
                 [--seed N] [--option name=value ...] [--missing impute|raise]
                 [--format text|latex|markdown|json]
@@ -97,7 +97,9 @@ def parse_levels(specs: Sequence[str]) -> dict[str, list[str]]:
     return levels
 
 
-_RESERVED = frozenset({"formula", "data", "eps", "bounds", "levels", "method", "delta", "random_state", "missing"})
+_RESERVED = frozenset(
+    {"formula", "data", "eps", "rho", "bounds", "levels", "method", "delta", "random_state", "missing"}
+)
 _LITERALS: dict[str, object] = {"true": True, "false": False, "none": None, "null": None}
 
 
@@ -192,6 +194,7 @@ def run_ols(args: argparse.Namespace) -> str:
     _check_bound_names(bounds, data)
     kwargs: dict[str, Any] = {
         "eps": args.eps,
+        "rho": args.rho,
         "bounds": bounds,
         "levels": levels,
         "method": args.method,
@@ -238,7 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ols.add_argument("formula", help="patsy formula, e.g. 'y ~ x + C(g)'")
     ols.add_argument("--data", required=True, metavar="CSV", help="CSV file with a header row ('-' for stdin)")
-    ols.add_argument("--eps", type=float, required=True, help="total privacy budget (> 0)")
+    budget = ols.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--eps", type=float, help="total privacy budget (> 0)")
+    budget.add_argument("--rho", type=float, help="rho of rho-zCDP, for a zCDP mechanism (instead of --eps)")
     ols.add_argument(
         "--bounds",
         action="append",

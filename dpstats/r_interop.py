@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,6 +71,25 @@ def _as_list(x: Any) -> list:
 # --------------------------------------------------------------------------
 
 
+def _float(value: Any) -> float:
+    """A cell as a float; NaN where it is not a number (a row-wise map: no error can show the value)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+def _timestamps(numbers: np.ndarray, unit: str, utc: bool = False) -> pd.DatetimeIndex:
+    """Days or seconds since 1970 as timestamps; NaT where a value is outside pandas' range (row-wise).
+
+    pandas would raise an error that shows the value: an R date in the year 1500 must not
+    decide whether the conversion fails, nor appear in a message.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pd.to_datetime(numbers, unit=unit, utc=utc, errors="coerce")
+
+
 def column_from_r(name: str, spec: Mapping[str, Any]) -> pd.Series | pd.Categorical | pd.api.extensions.ExtensionArray:
     """One column from its R record (see the module docstring)."""
     kind = spec.get("type")
@@ -80,10 +100,11 @@ def column_from_r(name: str, spec: Mapping[str, Any]) -> pd.Series | pd.Categori
     if len(na) != len(values):
         raise ValueError(f"column {name!r}: the NA mask and the values differ in length")
     if kind == "double":
-        out = np.array([math.nan if m else float(v) for v, m in zip(values, na, strict=True)], dtype=float)
+        out = np.array([math.nan if m else _float(v) for v, m in zip(values, na, strict=True)], dtype=float)
         return pd.Series(out, dtype="float64")
     if kind == "integer":
-        return pd.array([None if m else int(v) for v, m in zip(values, na, strict=True)], dtype="Int64")
+        ints = [None if m else _float(v) for v, m in zip(values, na, strict=True)]
+        return pd.array([None if v is None or not v.is_integer() else int(v) for v in ints], dtype="Int64")
     if kind == "logical":
         return pd.array([None if m else bool(v) for v, m in zip(values, na, strict=True)], dtype="boolean")
     if kind == "character":
@@ -94,10 +115,10 @@ def column_from_r(name: str, spec: Mapping[str, Any]) -> pd.Series | pd.Categori
         if any(c >= len(levels) or c < -1 for c in codes):
             raise ValueError(f"column {name!r}: a factor code is out of range")
         return pd.Categorical.from_codes(codes, categories=levels, ordered=bool(spec.get("ordered", False)))
-    numbers = np.array([math.nan if m else float(v) for v, m in zip(values, na, strict=True)], dtype=float)
+    numbers = np.array([math.nan if m else _float(v) for v, m in zip(values, na, strict=True)], dtype=float)
     if kind == "date":
-        return pd.Series(pd.to_datetime(numbers, unit="D"))
-    stamps = pd.to_datetime(numbers, unit="s", utc=True)
+        return pd.Series(_timestamps(numbers, "D"))
+    stamps = _timestamps(numbers, "s", utc=True)
     tz = spec.get("tz") or ""
     return pd.Series(stamps.tz_convert(tz) if tz else stamps)
 
@@ -296,9 +317,9 @@ def _r_column_to_pandas(name: str, col) -> pd.Series:
     if kind == ri.RTYPES.REALSXP:
         values = np.array(col.memoryview(), dtype=float)  # NA_real_ and NaN are both NaN here
         if "Date" in classes:
-            return pd.Series(pd.to_datetime(values, unit="D"))
+            return pd.Series(_timestamps(values, "D"))
         if "POSIXct" in classes:
-            stamps = pd.to_datetime(values, unit="s", utc=True)
+            stamps = _timestamps(values, "s", utc=True)
             try:
                 tz = str(col.do_slot("tzone")[0])
             except LookupError:

@@ -286,3 +286,14 @@ def test_cli_module_imports_no_heavy_dependencies() -> None:
     code = "import sys, dpstats.cli; print(sorted(m for m in ('pandas', 'statsmodels', 'patsy') if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_rho_for_a_zcdp_mechanism(engel_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["ols", "foodexp ~ income", "--data", engel_csv, *ENGEL_BOUNDS, "--format", "json", "--seed", "1"]
+    assert main([*args, "--rho", "0.5", "--method", "gradient", "--option", "variant=zcdp"]) == 0
+    privacy = strict_json(capsys.readouterr().out)["privacy"]
+    assert (privacy["notion"], privacy["rho"]) == ("zcdp", 0.5)
+    assert main([*args, "--rho", "0.5"]) == 2  # auto picks NoisyStats, which is not zCDP
+    assert "rho" in capsys.readouterr().err
+    assert main([*args, "--rho", "0.5", "--eps", "1"]) == 2  # not both
+    assert "not allowed with" in capsys.readouterr().err

@@ -439,3 +439,31 @@ def test_frame_from_columns_scalars_and_types() -> None:
         r_interop.frame_from_columns({"z": {"type": "complex", "values": [1], "na": [False]}})
     with pytest.raises(ValueError, match="differ in length"):
         r_interop.frame_from_columns({"z": {"type": "double", "values": [1.0, 2.0], "na": [False]}})
+
+
+@pytest.mark.parametrize(
+    ("kind", "values"),
+    [
+        ("date", [-2.0e9, 1.0]),  # far outside pandas' range: an error would show the date
+        ("datetime", [9.87654321e17, 1.0]),
+        ("double", ["SENTINEL_xyz", 1.0]),
+        ("integer", ["SENTINEL_xyz", 1]),
+        ("date", ["SENTINEL_xyz", 1.0]),
+    ],
+)
+def test_a_bad_cell_from_r_converts_row_wise_and_no_message_shows_it(kind: str, values: list) -> None:
+    """No conversion error, no warning: the bad cell becomes missing, and a fit on it shows no sentinel."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        column = r_interop.column_from_r("c", {"type": kind, "values": values, "na": [False, False]})
+    assert pd.isna(pd.Series(column).iloc[0]) and not pd.isna(pd.Series(column).iloc[1])
+    columns = _columns(
+        y=("double", [1.0, 2.0, 3.0, 4.0], [False] * 4),
+        x=("double", ["SENTINEL_xyz", 987654321.0, 2.0, 3.0], [False] * 4),
+    )
+    out = r_interop.fit_from_r("ols", "y ~ x", columns, 1.0, bounds={"y": [0, 5], "x": [0, 5]}, missing="raise")
+    assert not out["ok"] and "SENTINEL" not in out["message"] and "987654" not in out["message"]
+    out = r_interop.fit_from_r("ols", "y ~ x", columns, 1.0, bounds={"y": [0, 5], "x": [0, 5]})
+    assert out["ok"] and "987654" not in str(out["result"]) and "SENTINEL" not in str(out["result"])
