@@ -32,7 +32,7 @@ import ast
 import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 import pandas as pd
@@ -238,14 +238,14 @@ def _environment() -> patsy.EvalEnvironment:
     return patsy.EvalEnvironment([{**evaluation_namespace(), "C": _categorical_passthrough}])
 
 
-def _prototype(variables: list[str], bounds: dict[str, Interval], levels: dict[str, tuple]) -> pd.DataFrame:
+def _prototype(schema: tuple[tuple[str, Interval | None, tuple | None], ...]) -> pd.DataFrame:
     """One public row: the midpoint of each numeric variable's bounds (1 if none), each factor's first level."""
     row: dict[str, object] = {}
-    for name in variables:
-        if name in levels:
-            row[name] = pd.Categorical([levels[name][0]], categories=pd.Index(levels[name]))
+    for name, bounds, levels in schema:
+        if levels is not None:
+            row[name] = pd.Categorical([levels[0]], categories=pd.Index(levels))
         else:
-            lo, hi = bounds.get(name, (1.0, 1.0))
+            lo, hi = bounds or (1.0, 1.0)
             row[name] = [0.5 * (lo + hi)]
     return pd.DataFrame(row)
 
@@ -257,7 +257,14 @@ def _evaluate(infos, frame: pd.DataFrame) -> list[np.ndarray]:
         return [np.asarray(m, dtype=float) for m in patsy.build_design_matrices(infos, frame, NA_action=_NO_NA)]
 
 
-def _design_infos(formula: str, prototype: pd.DataFrame):
+@lru_cache(maxsize=256)
+def _design_infos(formula: str, schema: tuple[tuple[str, Interval | None, tuple | None], ...]):
+    """patsy's design information for ``formula`` on the prototype of ``schema`` (public facts only).
+
+    Cached: the same formula and declarations give the same design, so repeated
+    fits (several quantiles, simulations, the tests) build it once.
+    """
+    prototype = _prototype(schema)
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -379,7 +386,8 @@ def build_design(
     lhs_vars, rhs_vars, levels = admitted_variables(formula, data.columns, levels)
     variables = lhs_vars + [v for v in rhs_vars if v not in lhs_vars]
 
-    y_info, x_info = _design_infos(formula, _prototype(variables, bounds, levels))
+    schema = tuple((name, bounds.get(name), levels.get(name)) for name in variables)
+    y_info, x_info = _design_infos(formula, schema)
     _check_declared_categories(x_info, levels, variables)
     if len(y_info.column_names) != 1:
         raise ValueError("the response must be a single numeric column")

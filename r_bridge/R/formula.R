@@ -175,12 +175,10 @@
       if (!(name %in% data_names)) stop("variable '", name, "' is not a column of data", call. = FALSE)
       code <- use_var(name)
       kind <- .column_kind(data[[name]])
-      if (response && kind != "numeric") stop("the response '", name, "' must be a numeric column", call. = FALSE)
+      # Declarations decide what a variable is, never the values: a column read by read.csv is
+      # character when one cell is text, so its R type is not a schema fact. Declared levels make a
+      # categorical term; anything else is numeric, and Python maps each cell row-wise.
       if (name %in% names(st$levels) && !response) {
-        if (kind == "numeric") {
-          stop("variable '", name, "' has declared levels but appears without factor(): write factor(",
-               name, ") for a categorical term (R's lm would treat a bare numeric column as numeric)", call. = FALSE)
-        }
         lev <- as.character(st$levels[[name]])
         st$bare_categorical <- union(st$bare_categorical, name)
         return(register(code, .label(e), TRUE, lev, lev))
@@ -189,12 +187,7 @@
         st$bare_logical <- union(st$bare_logical, name)
         return(register(code, .label(e), TRUE, c("False", "True"), c("FALSE", "TRUE")))
       }
-      if (kind %in% c("factor", "character")) {
-        stop("the ", kind, " column '", name, "' needs declared levels: pass levels = list(", name,
-             " = c(...)). The levels of an R factor are not used, because they are usually derived ",
-             "from the data", call. = FALSE)
-      }
-      if (kind != "numeric") stop("column '", name, "' has an unsupported type for a formula term", call. = FALSE)
+      if (kind == "other") stop("column '", name, "' has an unsupported type for a formula term", call. = FALSE)
       return(register(code, .label(e)))
     }
     if (is.numeric(e)) stop("a number cannot be a formula term here: ", .label(e), call. = FALSE)

@@ -72,15 +72,24 @@ test_that("unsupported or data-dependent terms are refused with an explanation",
   expect_error(tr(mpg ~ poly(wt, 2)), "data-dependent")
   expect_error(tr(mpg ~ scale(wt)), "data-dependent")
   expect_error(tr(mpg ~ factor(gear)), "needs declared levels")
-  expect_error(tr(mpg ~ g, data = d), "needs declared levels")
-  expect_error(tr(mpg ~ f, data = d), "levels of an R factor are not used")
-  expect_error(tr(mpg ~ cyl), "appears without factor")
   expect_error(tr(mpg ~ wt %in% hp), "%in% is not supported")
   expect_error(tr(mpg ~ foo(wt)), "not supported")
   expect_error(tr(mpg ~ nothere), "not a column of data")
   expect_error(tr(mpg ~ I(wt * nothere)), "neither a column of data nor a numeric constant")
   expect_error(tr(factor(cyl) ~ wt), "response must be numeric")
   expect_error(tr(mpg ~ factor(cyl, labels = c("a", "b", "c"))), "only factor\\(x\\)")
+})
+
+test_that("declarations, not R column types, decide what a bare variable is", {
+  d <- mtcars
+  d$g <- as.character(d$gear)  # what read.csv makes of a numeric column with one text cell
+  d$f <- factor(d$gear)
+  for (v in c("g", "f", "gear")) {  # undeclared: numeric (Python maps each cell row-wise)
+    out <- tr(as.formula(paste("mpg ~", v)), data = d)
+    expect_identical(out$bare_categorical, character(), info = v)
+  }
+  out <- tr(mpg ~ cyl)  # declared levels (L has cyl): categorical, as factor(cyl) would be
+  expect_identical(out$bare_categorical, "cyl")
 })
 
 test_that("bounds names may be columns or formula expressions", {
