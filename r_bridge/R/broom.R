@@ -1,5 +1,5 @@
 # broom-style frames. Registered for generics::tidy and generics::glance (the
-# generics broom re-exports) through NAMESPACE's delayed S3 registration, so
+# generics broom re-exports) through delayed S3 registration (roxygen's @exportS3Method), so
 # broom::tidy(fit) works whenever broom is installed, and nothing is loaded
 # otherwise.
 
@@ -7,6 +7,10 @@
   if (requireNamespace("tibble", quietly = TRUE)) tibble::as_tibble(df) else df
 }
 
+#' @rdname dpstats_fit
+#' @param conf.int add \code{conf.low} and \code{conf.high} columns.
+#' @param conf.level confidence level of the intervals.
+#' @exportS3Method generics::tidy
 tidy.dpstats_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
   s <- summary(x, level = conf.level)
   cf <- s$coefficients
@@ -25,6 +29,8 @@ tidy.dpstats_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
   .frame(out)
 }
 
+#' @rdname dpstats_fit
+#' @exportS3Method generics::glance
 glance.dpstats_fit <- function(x, ...) {
   p <- x$privacy
   out <- data.frame(

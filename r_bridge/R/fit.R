@@ -153,7 +153,17 @@
   .new_fit(out$result, tr, .public_call(call), formula, bounds, levels, estimator, tau)
 }
 
-#' Differentially private least squares from an R formula.
+#' Differentially private regression from an R formula
+#'
+#' Fits a differentially private least-squares (\code{dp_ols}) or quantile
+#' (\code{dp_quantreg}) regression with the Python package dpstats, through
+#' reticulate. Only the columns the formula uses are sent to Python, column by
+#' column with their NA masks; the fit comes back as plain R values.
+#'
+#' R formulas are translated as written: \code{factor(x)} with its levels declared,
+#' \code{I()}, \code{log()}, interactions and \code{- 1}; anything that reads other rows
+#' (\code{scale()}, \code{poly()}, \code{mean(x)}) is refused. A variable is categorical
+#' because its levels are declared, numeric otherwise, whatever its R type.
 #'
 #' @param formula an R formula: variables, factor(x), I(), log(), interactions, -1 / +0.
 #' @param data a data frame with the private rows (only the columns the formula uses are sent to Python).
@@ -170,16 +180,24 @@
 #'   or missing level the first declared level) or "raise" (for the data curator only: its error
 #'   describes confidential data).
 #' @param ... the mechanism's hyperparameters.
-#' @return an object of class dpstats_fit holding plain R values only.
+#' @return an object of class \code{\link{dpstats_fit}} holding plain R values only.
+#' @examples
+#' \dontrun{
+#' data(engel, package = "quantreg")
+#' fit <- dp_ols(foodexp ~ income, data = engel, eps = 1,
+#'               bounds = list(income = c(0, 5000), foodexp = c(0, 2500)))
+#' summary(fit)
+#' }
+#' @export
 dp_ols <- function(formula, data, eps, bounds = list(), levels = list(), method = "auto", delta = 0,
                    random_state = NULL, missing = c("impute", "raise"), ...) {
   .dp_fit("ols", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
           match.arg(missing), list(...))
 }
 
-#' Differentially private quantile regression.
-#'
-#' Calls dpstats.dp_quantreg with q = tau (a number or several quantiles, which share eps).
+#' @rdname dp_ols
+#' @param tau the quantile(s) of \code{dp_quantreg}, in (0, 1); several quantiles share eps.
+#' @export
 dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels = list(), method = "auto",
                         delta = 0, random_state = NULL, missing = c("impute", "raise"), ...) {
   if (!is.numeric(tau) || length(tau) < 1L || any(!is.finite(tau))) stop("tau must be numbers in (0, 1)", call. = FALSE)

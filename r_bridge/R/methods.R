@@ -1,3 +1,26 @@
+#' Methods for differentially private fits
+#'
+#' A \code{dpstats_fit} is the release of \code{\link{dp_ols}} or \code{\link{dp_quantreg}}:
+#' coefficients, their covariance (\code{NaN} where the mechanism releases no valid DP
+#' standard error), the released noisy statistics and the privacy spent. Its methods are
+#' post-processing and need neither Python nor the data, so a fit read back with
+#' \code{readRDS} works in a session without Python.
+#'
+#' Coefficients are named and ordered as \code{lm} names and orders them. Intervals and
+#' p-values are normal approximations from \code{vcov()}. \code{predict()} needs
+#' \code{newdata}; \code{residuals()} and \code{fitted()} stop, because they would need the
+#' private data, which the fit does not keep. \code{tidy()} and \code{glance()} are
+#' registered for broom's generics.
+#'
+#' @param x,object a \code{dpstats_fit} (or its summary).
+#' @param digits significant digits to print.
+#' @param level confidence level of the normal intervals.
+#' @param parm coefficients to give intervals for (names or indices).
+#' @param newdata a data frame of public values of the regressors.
+#' @param ... unused.
+#' @name dpstats_fit
+NULL
+
 # The methods of a dpstats_fit. All of them are post-processing of the release:
 # they use the stored public values only and never need Python or the data.
 
@@ -15,6 +38,8 @@
   if (identical(x$estimator, "quantreg")) "DP quantile regression" else "DP linear regression"
 }
 
+#' @rdname dpstats_fit
+#' @export
 print.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat(.estimator_title(x), " (dpstats): ", x$method_title, "\n", sep = "")
   cat("Call:  ", paste(deparse(x$call, width.cutoff = 500L), collapse = "\n"), "\n", sep = "")
@@ -31,16 +56,26 @@ print.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...
   invisible(x)
 }
 
+#' @rdname dpstats_fit
+#' @export
 coef.dpstats_fit <- function(object, ...) object$coefficients
 
+#' @rdname dpstats_fit
+#' @export
 vcov.dpstats_fit <- function(object, ...) object$vcov
 
+#' @rdname dpstats_fit
+#' @export
 nobs.dpstats_fit <- function(object, ...) object$nobs
 
+#' @rdname dpstats_fit
+#' @export
 formula.dpstats_fit <- function(x, ...) x$formula
 
 # Normal (z) intervals from vcov(), as confint.default: NaN where the mechanism
 # releases no valid DP standard error.
+#' @rdname dpstats_fit
+#' @export
 confint.dpstats_fit <- function(object, parm, level = 0.95, ...) {
   cf <- coef(object)
   pnames <- names(cf)
@@ -60,8 +95,12 @@ confint.dpstats_fit <- function(object, parm, level = 0.95, ...) {
        "Use predict(fit, newdata) on public data instead.", call. = FALSE)
 }
 
+#' @rdname dpstats_fit
+#' @export
 residuals.dpstats_fit <- function(object, ...) .private_data_error("residuals")
 
+#' @rdname dpstats_fit
+#' @export
 fitted.dpstats_fit <- function(object, ...) .private_data_error("fitted")
 
 # Design matrix of the fit's right-hand side on public data, with the declared
@@ -81,6 +120,8 @@ fitted.dpstats_fit <- function(object, ...) .private_data_error("fitted")
   model.matrix(tt, mf, contrasts.arg = contrasts)
 }
 
+#' @rdname dpstats_fit
+#' @export
 predict.dpstats_fit <- function(object, newdata, ...) {
   if (missing(newdata) || is.null(newdata)) {
     stop("predict() needs newdata: predictions at the rows the model was fitted on would need the ",
@@ -100,6 +141,8 @@ predict.dpstats_fit <- function(object, newdata, ...) {
 
 # --- summary -----------------------------------------------------------------
 
+#' @rdname dpstats_fit
+#' @export
 summary.dpstats_fit <- function(object, level = 0.95, ...) {
   cf <- coef(object)
   se <- sqrt(diag(vcov(object)))
@@ -129,6 +172,8 @@ summary.dpstats_fit <- function(object, level = 0.95, ...) {
   cat(formatC(paste0(label, ":"), width = -width), value, "\n", sep = "")
 }
 
+#' @rdname dpstats_fit
+#' @export
 print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   title <- if (identical(x$estimator, "quantreg")) "DP Quantile Regression Results" else "DP OLS Regression Results"
   cat(title, " (dpstats)\n\nCall:\n", paste(deparse(x$call, width.cutoff = 500L), collapse = "\n"), "\n\n", sep = "")

@@ -8,7 +8,16 @@
 
 .dpstats_state <- new.env(parent = emptyenv())
 
-#' Which Python dpstats uses, and why (NULL when none is found).
+#' The Python that dpstats uses
+#'
+#' Says which Python the package will use and why: \code{options(dpstats.python = ...)}
+#' first, then the \code{RETICULATE_PYTHON} environment variable, then the \code{.venv} of
+#' the dpstats checkout the package was installed from (\code{bash scripts/setup.sh}
+#' installs it into \code{<checkout>/r_bridge/lib}). Python starts on the first fit, not
+#' when the package loads.
+#'
+#' @return a list with \code{path} and \code{source}, or \code{NULL} when none is found.
+#' @export
 dpstats_python <- function() {
   opt <- getOption("dpstats.python")
   if (!is.null(opt) && nzchar(opt)) {

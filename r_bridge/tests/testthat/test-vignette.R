@@ -10,7 +10,7 @@ test_that("the vignette runs", {
   chunks <- vapply(starts, function(s) {
     e <- min(ends[ends > s])
     header <- lines[[s]]
-    if (grepl("eval\\s*=\\s*FALSE", header)) return("")
+    if (grepl("eval\\s*=\\s*FALSE|include\\s*=\\s*FALSE", header)) return("")
     paste(lines[(s + 1L):(e - 1L)], collapse = "\n")
   }, "")
   expect_gt(sum(nzchar(chunks)), 3)
