@@ -68,3 +68,18 @@ def test_r_cmd_check_without_python_skips_rather_than_fails(tarball: Path) -> No
     assert "Status: OK" in log, log[-3000:]
     tests = (tarball.parent / "dpstats.Rcheck" / "tests" / "testthat.Rout").read_text()
     assert "FAIL 0" in tests and "no Python with the dpstats package" in tests
+
+
+def test_man_and_namespace_are_what_roxygen2_generates(tmp_path: Path) -> None:
+    """roxygen2 is the single source of man/ and NAMESPACE: regenerating them changes nothing."""
+    copy = tmp_path / "r_bridge"
+    shutil.copytree(ROOT / "r_bridge", copy, ignore=shutil.ignore_patterns("lib"))
+    done = subprocess.run(
+        ["Rscript", "-e", "roxygen2::roxygenise()"], cwd=copy, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for generated in ["NAMESPACE", *(f"man/{p.name}" for p in (ROOT / "r_bridge" / "man").glob("*.Rd"))]:
+        assert (copy / generated).read_text() == (ROOT / "r_bridge" / generated).read_text(), generated
+    assert sorted(p.name for p in (copy / "man").glob("*.Rd")) == sorted(
+        p.name for p in (ROOT / "r_bridge" / "man").glob("*.Rd")
+    )
