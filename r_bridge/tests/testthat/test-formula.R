@@ -100,3 +100,12 @@ test_that("bounds names may be columns or formula expressions", {
   expect_identical(dpstats:::.translate_bound_name("my.x", mtcars, out, environment()), "my_x")
   expect_error(dpstats:::.translate_bound_name("foo(hp)", mtcars, out, environment()), "not supported")
 })
+
+test_that("cross-row expressions are refused before any Python call, row-wise ones translate", {
+  cross <- c("mpg ~ I(wt - mean(wt))", "mpg ~ I(wt / max(wt))", "mpg ~ scale(wt)", "mpg ~ rank(wt)",
+             "mpg ~ cumsum(wt)", "mpg ~ lag(wt)", "mpg ~ I(wt / sum(wt))", "mpg ~ wt[1]", "mpg ~ I(wt$a)")
+  for (f in cross) expect_error(tr(as.formula(f)), "not supported|data-dependent", info = f)
+  for (f in c("mpg ~ log(hp)", "mpg ~ I(wt^2)", "mpg ~ I(2 * wt + 1)", "mpg ~ wt + factor(cyl)")) {
+    expect_type(tr(as.formula(f))$python, "character")
+  }
+})
