@@ -327,9 +327,16 @@ def test_odd_n_all_pairs_uses_n_matchings_and_lipschitz_n_minus_1() -> None:
     assert part.hyperparameters["lipschitz"] == 5 and part.hyperparameters["pairs"] == "5 matchings"
 
 
-def test_chunked_all_pair_estimates_match_the_direct_listing() -> None:
-    rng = np.random.default_rng(0)
-    x, y = rng.random(57), rng.random(57)
-    i, j = all_pairs(57)
-    chunked = np.sort(theilsen._all_pair_estimates(x, y, 0.25, chunk=7))
-    np.testing.assert_array_equal(chunked, np.sort(pair_estimates(x, y, i, j, 0.25)))
+def test_streamed_row_blocks_list_every_pair_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deterministic: with blocks of about 7 pairs, the stream lists exactly the pairs i < j."""
+    from dpstats.mechanisms.theilsen import banded_pairs
+
+    monkeypatch.setattr(banded_pairs, "ROW_BLOCK", 7)
+    blocks = list(banded_pairs._blocks(57))
+    assert len(blocks) > 10
+    i = np.concatenate([b[0] for b in blocks])
+    j = np.concatenate([b[1] for b in blocks])
+    expected_i, expected_j = all_pairs(57)
+    np.testing.assert_array_equal(np.lexsort((j, i)), np.arange(i.size))
+    np.testing.assert_array_equal(i, expected_i)
+    np.testing.assert_array_equal(j, expected_j)

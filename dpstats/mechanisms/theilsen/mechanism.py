@@ -68,6 +68,7 @@ from ...design import CenteredUnitScale, Design, place_coefficients
 from ...privacy import PrivacySpent
 from ..base import PrivacyRequest, Release, refuse_rho
 from . import dp_median, matchings, smooth_sensitivity
+from .banded_pairs import all_pairs_vector
 from .pair_counting import AllPairsCounter
 from .pair_estimates import all_pairs, n_pairs, pair_estimates, pilot_estimates, valid_sorted
 
@@ -259,31 +260,9 @@ def _smooth_release(
     """Algorithm 5 with Lemma 10's smooth sensitivity and Lemma 21's parameters, recorded."""
     df, beta = float(opts["df"]), float(opts["beta"])
     t, s = smooth_sensitivity.student_t_parameters(eps, df, beta)
-    z = _estimates(x, y, pairs, x0) if pairs is not None else _all_pair_estimates(x, y, x0)
-    values, undefined = valid_sorted(z, lo, hi)
-    del z
-    w = smooth_sensitivity.DoubledVector(values, undefined, lo, hi)
+    if pairs is None:  # all pairs: only the band of ranks Lemma 10 reads (memory linear in n)
+        w = all_pairs_vector(x, y, x0, lo, hi, lipschitz, t)
+    else:
+        w = smooth_sensitivity.DoubledVector(*valid_sorted(_estimates(x, y, pairs, x0), lo, hi), lo, hi)
     bound = smooth_sensitivity.smooth_sensitivity(w, lipschitz, t)
     return float(noise.smooth_sensitivity_t_mechanism(rng, w.median(), bound, s, t, df, eps, name))
-
-
-def _all_pair_estimates(x: np.ndarray, y: np.ndarray, x0: float, chunk: int = 1 << 20) -> np.ndarray:
-    """Every pair's estimate, in row blocks of about ``chunk`` pairs (bounded temporary memory)."""
-    n = x.size
-    out = np.empty(n_pairs(n))
-    start = 0
-    row = 0
-    while row < n - 1:
-        rows = [row]
-        size = n - 1 - row
-        while rows[-1] + 1 < n - 1 and size + (n - 2 - rows[-1]) <= chunk:
-            rows.append(rows[-1] + 1)
-            size += n - 1 - rows[-1]
-        r = np.asarray(rows)
-        counts = n - 1 - r
-        i = np.repeat(r, counts)
-        j = np.arange(size) - np.repeat(np.cumsum(counts) - counts, counts) + i + 1
-        out[start : start + size] = pair_estimates(x, y, i, j, x0)
-        start += size
-        row = rows[-1] + 1
-    return out

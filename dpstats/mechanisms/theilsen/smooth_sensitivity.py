@@ -55,13 +55,30 @@ def student_t_parameters(eps: float, df: float, beta: float) -> tuple[float, flo
 
 
 class DoubledVector:
-    """The doubled, padded vector w of the module docstring, indexed lazily (no 2M array is built)."""
+    """The doubled, padded vector w of the module docstring, indexed lazily (no 2M array is built).
 
-    def __init__(self, values_sorted: np.ndarray, n_undefined: int, lo: float, hi: float) -> None:
+    ``values_sorted`` are the sorted defined estimates, or only a band of them:
+    the ones of ranks ``offset`` .. ``offset + len - 1`` among ``n_defined``
+    (dpstats/mechanisms/theilsen/banded_pairs.py keeps the band Lemma 10 reads,
+    so that all pairs need memory linear in n). Reading outside the band is an
+    error, never a guess.
+    """
+
+    def __init__(
+        self,
+        values_sorted: np.ndarray,
+        n_undefined: int,
+        lo: float,
+        hi: float,
+        offset: int = 0,
+        n_defined: int | None = None,
+    ) -> None:
         self.v = np.asarray(values_sorted, dtype=float)
         self.t_count = int(n_undefined)
         self.lo, self.hi = float(lo), float(hi)
-        self.m = self.v.size + self.t_count
+        self.offset = int(offset)
+        self.n_defined = self.v.size if n_defined is None else int(n_defined)
+        self.m = self.n_defined + self.t_count
         self.length = 2 * self.m
 
     def at(self, index: np.ndarray | int) -> np.ndarray:
@@ -69,9 +86,12 @@ class DoubledVector:
         i = np.asarray(index, dtype=np.int64)
         inner = i - self.t_count - 1
         out = np.where(i <= self.t_count, self.lo, self.hi)
-        mid = (inner >= 0) & (inner < 2 * self.v.size)
+        mid = (inner >= 0) & (inner < 2 * self.n_defined)
+        band = inner // 2 - self.offset
+        if np.any(mid & ((band < 0) | (band >= self.v.size))):
+            raise IndexError("a rank outside the band of estimates that was kept")
         if self.v.size:
-            out = np.where(mid, self.v[np.clip(inner // 2, 0, self.v.size - 1)], out)
+            out = np.where(mid, self.v[np.clip(band, 0, self.v.size - 1)], out)
         return out
 
     def median(self) -> float:
