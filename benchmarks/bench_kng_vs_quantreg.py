@@ -1,0 +1,56 @@
+"""KNG median regression against statsmodels' QuantReg, timed in one process (issue: within 10x).
+
+Data: x ~ U(-1, 1), y = -x + N(0, 1), bounds x in [-1, 1], y in [-6, 6]; eps = 1, q = 0.5,
+``method="kng"`` (d = 2: its 30 d sweeps of exact line moves). Median wall time of
+``--reps`` fits each, after one warm-up fit.
+
+    python benchmarks/bench_kng_vs_quantreg.py [--sizes 10000 100000] [--reps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+
+import dpstats
+
+BOUNDS = {"x": (-1.0, 1.0), "y": (-6.0, 6.0)}
+
+
+def _median_time(fit, reps: int) -> float:
+    fit()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fit()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    print(f"{'n':>8} {'QuantReg, s':>12} {'KNG, s':>9} {'ratio':>7}  target <= 10")
+    for n in args.sizes:
+        rng = np.random.default_rng(n)
+        x = rng.uniform(-1, 1, n)
+        y = -x + rng.normal(0, 1, n)
+        data, X = pd.DataFrame({"x": x, "y": y}), sm.add_constant(x)
+        quantreg = _median_time(lambda: sm.QuantReg(y, X).fit(q=0.5), args.reps)  # noqa: B023
+        kng = _median_time(
+            lambda: dpstats.dp_quantreg("y ~ x", data, q=0.5, eps=1.0, bounds=BOUNDS, method="kng"),  # noqa: B023
+            args.reps,
+        )
+        ratio = kng / quantreg
+        print(f"{n:>8} {quantreg:>12.3f} {kng:>9.3f} {ratio:>7.1f}  {'PASS' if ratio <= 10 else 'MISS'}")
+
+
+if __name__ == "__main__":
+    main()
