@@ -177,6 +177,12 @@ def _raise_quietly(formula, frame, kwargs):
     return info.value
 
 
+def assert_error_clean(error: BaseException, label: str) -> None:
+    assert_clean(str(error), label)
+    assert_clean(repr(error), label)
+    assert error.__cause__ is None or "987654" not in str(error.__cause__)
+
+
 @pytest.mark.parametrize(
     ("label", "formula", "frame", "extra"),
     _bad_cell_paths(labelled=False) + _bad_cell_paths(labelled=True),
@@ -187,9 +193,7 @@ def test_bad_cells_leak_nothing_by_default_nor_in_the_curators_error(label, form
     assert_result_clean(fit_quietly(formula, frame, **kwargs))
     error = _raise_quietly(formula, frame, {**kwargs, "missing": "raise"})
     assert "curator" in str(error)
-    assert_clean(str(error), label)
-    assert_clean(repr(error), label)
-    assert error.__cause__ is None or "987654" not in str(error.__cause__)
+    assert_error_clean(error, label)
 
 
 @pytest.mark.parametrize(
@@ -199,10 +203,7 @@ def test_bad_cells_leak_nothing_by_default_nor_in_the_curators_error(label, form
 )
 def test_schema_errors_leak_nothing(label, formula, frame, extra):
     kwargs = {"eps": 1.0, "bounds": BOUNDS, "random_state": 0, **extra}
-    error = _raise_quietly(formula, frame, kwargs)
-    assert_clean(str(error), label)
-    assert_clean(repr(error), label)
-    assert error.__cause__ is None or "987654" not in str(error.__cause__)
+    assert_error_clean(_raise_quietly(formula, frame, kwargs), label)
 
 
 # --------------------------------------------------------------------------
