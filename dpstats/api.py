@@ -10,7 +10,7 @@ from .formula import build_design
 from .mechanisms import PrivacyRequest, choose_auto, get_mechanism
 from .metadata import check_bounds
 from .noise import RandomState, make_rng
-from .privacy import PrivacySpent, check_budget, check_delta, check_eps
+from .privacy import PrivacySpent, check_budget, check_delta, check_eps, check_share
 from .quantile_fits import DPQuantileFits
 from .quantiles import check_quantiles
 from .results import DPRegressionResults
@@ -28,6 +28,7 @@ def dp_ols(
     missing: str = "impute",
     *,
     rho: float | None = None,
+    se_share: float | None = None,
     **options: object,
 ) -> DPRegressionResults:
     """Differentially private least squares from a formula.
@@ -54,6 +55,12 @@ def dp_ols(
     rho : for a zCDP mechanism (``method="gradient", variant="zcdp"``), the
         rho of rho-zCDP, given instead of eps; a zCDP mechanism given eps and
         delta uses the largest rho that meets them (dpstats/privacy.py).
+    se_share : the part of the budget spent on what the standard errors need
+        (a noisy residual spread, say), in [0, 1); None takes the mechanism's
+        default, 0 spends nothing on them (then only what post-processing of
+        the point release gives for free is reported, NaN otherwise). The
+        split is listed in ``res.privacy.split``; the whole still adds up to
+        eps.
     missing : ``"impute"`` (default) gives every bad cell a row-wise
         treatment, so that no private row can make the call raise: a missing,
         non-finite or non-numeric numeric cell becomes the midpoint of its
@@ -68,7 +75,7 @@ def dp_ols(
     Neighbouring datasets differ in one row and have the same n (public).
     """
     eps, rho = check_budget(eps, rho)
-    privacy = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho)
+    privacy = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
     return _fit("ols", formula, data, privacy, bounds, levels, method, random_state, missing, options)
 
 
@@ -84,14 +91,15 @@ def dp_quantreg(
     delta: float = 0.0,
     random_state: RandomState = None,
     missing: str = "impute",
+    se_share: float | None = None,
     **options: object,
 ) -> DPRegressionResults | DPQuantileFits:
     """Differentially private quantile regression from a formula.
 
     Parameters
     ----------
-    formula, data, bounds, levels, delta, random_state, missing : as for
-        :func:`dp_ols`. Bounds are needed for the response and every numeric
+    formula, data, bounds, levels, delta, random_state, missing, se_share : as
+        for :func:`dp_ols`. Bounds are needed for the response and every numeric
         variable (the data are clipped to them and they define the scaled
         problem of the mechanism).
     q : the quantile tau in (0, 1), or a list of distinct quantiles.
@@ -108,14 +116,14 @@ def dp_quantreg(
     a :class:`~dpstats.quantile_fits.DPQuantileFits` for a list.
     """
     quantiles = check_quantiles(q)
-    eps, delta = check_eps(eps), check_delta(delta)
+    eps, delta, share = check_eps(eps), check_delta(delta), check_share(se_share)
     if isinstance(quantiles, float):
-        privacy = PrivacyRequest(eps=eps, delta=delta)
+        privacy = PrivacyRequest(eps=eps, delta=delta, se_share=share)
         return _fit(
             "quantreg", formula, data, privacy, bounds, levels, method, random_state, missing, options, quantiles
         )
     rng = make_rng(random_state)  # one stream for all quantiles: their noise is independent
-    part = PrivacyRequest(eps=eps / len(quantiles), delta=delta / len(quantiles))
+    part = PrivacyRequest(eps=eps / len(quantiles), delta=delta / len(quantiles), se_share=share)
     fits = tuple(
         _fit("quantreg", formula, data, part, bounds, levels, method, rng, missing, options, tau) for tau in quantiles
     )

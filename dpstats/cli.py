@@ -98,7 +98,7 @@ def parse_levels(specs: Sequence[str]) -> dict[str, list[str]]:
 
 
 _RESERVED = frozenset(
-    {"formula", "data", "eps", "rho", "bounds", "levels", "method", "delta", "random_state", "missing"}
+    {"formula", "data", "eps", "rho", "bounds", "levels", "method", "delta", "random_state", "missing", "se_share"}
 )
 _LITERALS: dict[str, object] = {"true": True, "false": False, "none": None, "null": None}
 
@@ -201,6 +201,7 @@ def run_ols(args: argparse.Namespace) -> str:
         "delta": args.delta,
         "random_state": args.seed,
         "missing": args.missing,
+        "se_share": args.se_share,
         **options,
     }
     res = _fit(args.formula, data, kwargs)
@@ -261,6 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
     ols.add_argument("--method", default="auto", help="mechanism: auto (default) or a registered name, e.g. noisystats")
     ols.add_argument("--delta", type=float, default=0.0, help="delta for approximate-DP mechanisms (default 0)")
     ols.add_argument("--seed", type=int, default=None, help="seed for reproducible noise (default: fresh randomness)")
+    ols.add_argument(
+        "--se-share",
+        type=float,
+        default=None,
+        help="part of eps spent on standard errors, in [0, 1) (default: the mechanism's; 0: none, SEs NaN)",
+    )
     ols.add_argument(
         "--option",
         action="append",

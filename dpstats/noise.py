@@ -45,6 +45,18 @@ def make_rng(random_state: RandomState = None) -> np.random.Generator:
     raise TypeError("random_state must be None, a non-negative int or a numpy Generator")
 
 
+def postprocessing_rng(rng: np.random.Generator) -> np.random.Generator:
+    """A stream for post-processing (bootstrap replicates), independent of ``rng``'s noise draws.
+
+    It is spawned from ``rng``'s seed sequence (numpy's ``Generator.spawn``),
+    which does not depend on how many numbers ``rng`` has drawn: a sampler
+    whose number of draws depends on the data (rejection, MCMC) leaves it
+    unchanged, so a replay that forces a neighbour's released values sees the
+    same post-processing draws too, and a seeded call stays reproducible.
+    """
+    return rng.spawn(1)[0]
+
+
 def independent_rngs(seed: int, count: int) -> list[np.random.Generator]:
     """``count`` independent reproducible streams from one seed (numpy's SeedSequence.spawn): the audits' sides."""
     return [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(count)]

@@ -37,6 +37,18 @@ def check_delta(delta: object, name: str = "delta") -> float:
     return value
 
 
+def check_share(share: object, name: str = "se_share") -> float | None:
+    """Validate the part of the budget for standard errors: None (the mechanism's default) or in [0, 1)."""
+    if share is None:
+        return None
+    if isinstance(share, bool | np.bool_) or not isinstance(share, numbers.Real):
+        raise TypeError(f"{name} must be None or a number in [0, 1)")
+    value = float(share)
+    if not math.isfinite(value) or not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be None or a number in [0, 1): the part of eps spent on standard errors")
+    return value
+
+
 def check_budget(eps: object, rho: object) -> tuple[float | None, float | None]:
     """Exactly one of ``eps`` (the call's total) and ``rho`` (for zCDP mechanisms), validated."""
     if (eps is None) == (rho is None):

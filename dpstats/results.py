@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -19,15 +18,20 @@ from .formula import FormulaSpec, design_for_new_data
 from .mechanisms.base import Release
 from .privacy import PrivacySpent
 from .render import Summary
+from .uncertainty import check_alpha, confidence_intervals
 
 
 @dataclass(frozen=True)
 class DPRegressionResults:
     """A fitted DP regression (statsmodels-like, with broom-style frames).
 
-    Standard errors, tests and intervals are normal-approximation ones from
-    ``cov_params()``; where a mechanism has no valid DP standard error they are
-    NaN and ``se_note`` says why.
+    Standard errors, tests and intervals cover the sampling error and the
+    privacy noise; ``se_note`` says how the mechanism obtained them. Standard
+    errors come from ``cov_params()``; tests are normal (z) tests; intervals
+    are basic bootstrap intervals where the release carries bootstrap
+    replicates, normal ones otherwise (dpstats/uncertainty.py). They are NaN
+    where a mechanism reports no standard error and infinite where the
+    release they need failed.
     """
 
     estimator: str
@@ -47,6 +51,7 @@ class DPRegressionResults:
     _params: np.ndarray = field(repr=False)
     _cov: np.ndarray = field(repr=False)
     _noisy_stats: Mapping[str, np.ndarray] = field(repr=False)
+    _replicates: np.ndarray | None = field(default=None, repr=False)
 
     # statsmodels names --------------------------------------------------
 
@@ -85,6 +90,7 @@ class DPRegressionResults:
             _params=release.params,
             _cov=release.cov,
             _noisy_stats=dict(release.noisy_stats),
+            _replicates=release.replicates,
         )
 
     @property
@@ -121,12 +127,20 @@ class DPRegressionResults:
         return pd.Series(p, index=self.term_names, name="P>|z|")
 
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
-        """Normal confidence intervals with columns ``lower`` and ``upper``."""
-        if not 0 < alpha < 1:
-            raise ValueError("alpha must be in (0, 1)")
-        z = NormalDist().inv_cdf(1 - alpha / 2)
-        half = z * self.bse.to_numpy()
-        return pd.DataFrame({"lower": self._params - half, "upper": self._params + half}, index=self.term_names)
+        """Confidence intervals at level ``1 - alpha``, columns ``lower`` and ``upper``.
+
+        Basic bootstrap intervals where the release carries replicates, normal
+        ones from ``cov_params()`` otherwise (dpstats/uncertainty.py).
+        """
+        lower, upper = confidence_intervals(self._params, self._cov, self._replicates, check_alpha(alpha))
+        return pd.DataFrame({"lower": lower, "upper": upper}, index=self.term_names)
+
+    @property
+    def replicates(self) -> pd.DataFrame | None:
+        """The bootstrap replicates behind the intervals (post-processing of the release), or None."""
+        if self._replicates is None:
+            return None
+        return pd.DataFrame(np.array(self._replicates, copy=True), columns=self.term_names)
 
     @property
     def noisy_stats(self) -> dict[str, np.ndarray]:
@@ -213,6 +227,7 @@ class DPRegressionResults:
             "terms": self.term_names,
             "params": [float(v) for v in self._params],
             "cov": [[float(v) for v in row] for row in self._cov],
+            "replicates": None if self._replicates is None else np.asarray(self._replicates, dtype=float).tolist(),
             "se_note": self.se_note,
             "privacy": self.privacy.as_dict(),
             "noisy_stats": {k: np.asarray(v).tolist() for k, v in self._noisy_stats.items()},

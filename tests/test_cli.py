@@ -82,8 +82,12 @@ def test_json_format_is_strict_json(engel_csv: str, capsys: pytest.CaptureFixtur
     assert doc["privacy"]["eps"] == 1.0
     assert doc["privacy"]["notion"] == "pure"
     assert doc["nobs"] == 235
-    # NoisyStats has no DP standard errors: the NaN covariance must come out as null
-    assert doc["cov"] == [[None, None], [None, None]]
+    assert all(v > 0 for v in (doc["cov"][0][0], doc["cov"][1][1]))
+    assert len(doc["replicates"]) > 0 and len(doc["replicates"][0]) == 2
+    # with no budget for standard errors the NaN covariance must come out as null
+    assert main(ols_args(engel_csv, "--seed", "1", "--format", "json", "--se-share", "0")) == 0
+    doc = strict_json(capsys.readouterr().out)
+    assert doc["cov"] == [[None, None], [None, None]] and doc["replicates"] is None
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,7 @@ def _design(formula, frame, bounds):
 
 def _draws(design, eps, m, seed):
     rng = np.random.default_rng(seed)
-    return [noisystats.fit(design, PrivacyRequest(eps=eps), rng) for _ in range(m)]
+    return [noisystats.fit(design, PrivacyRequest(eps=eps, se_share=0), rng) for _ in range(m)]
 
 
 def assert_laplace(sample, truth, b, label):

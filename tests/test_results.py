@@ -46,8 +46,25 @@ def test_params_and_standard_errors(res):
         assert isinstance(series, pd.Series)
         assert list(series.index) == TERMS
     assert np.all(np.isfinite(res.params))
-    # NoisyStats releases no valid SE: NaN, and so are z, p and the intervals
+    # NoisyStats' standard errors come from its budgeted sandwich and bootstrap: finite and positive
+    assert np.all(res.bse > 0) and np.all(np.isfinite(res.bse))
+    np.testing.assert_allclose(res.tvalues, res.params / res.bse)
+    assert np.all((res.pvalues > 0) & (res.pvalues <= 1))
+
+
+def test_no_budget_for_standard_errors_gives_nan(data):
+    """se_share=0 spends nothing on them: NaN standard errors, z, p and intervals, and a note saying so."""
+    res = dp_ols("y ~ x + z + g", data, eps=30.0, bounds=BOUNDS, levels=LEVELS, random_state=1, se_share=0)
     assert res.bse.isna().all() and res.tvalues.isna().all() and res.pvalues.isna().all()
+    assert res.conf_int().isna().all().all() and res.replicates is None
+    assert "se_share=0" in res.se_note
+    assert [name for name, _ in res.privacy.split] == ["ncov(x, y)", "nvar(x)", "intercept"]
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.0, float("nan"), "0.2", True])
+def test_bad_se_share_is_refused_before_the_data_are_read(share):
+    with pytest.raises((TypeError, ValueError), match="se_share"):
+        dp_ols("y ~ x", None, eps=1.0, bounds=BOUNDS, se_share=share)
 
 
 def test_conf_int_and_cov_params(res):
@@ -55,7 +72,9 @@ def test_conf_int_and_cov_params(res):
     for alpha in (0.05, 0.1, 0.5):
         ci = res.conf_int(alpha)
         assert list(ci.columns) == ["lower", "upper"] and list(ci.index) == TERMS and ci.shape == (p, 2)
-        assert ci.isna().all().all()
+        assert np.all(ci["lower"] < res.params) and np.all(res.params < ci["upper"])
+    narrow, wide = res.conf_int(0.5), res.conf_int(0.01)
+    assert np.all(wide["lower"] < narrow["lower"]) and np.all(narrow["upper"] < wide["upper"])
     assert res.conf_int().equals(res.conf_int(0.05))
     for alpha in (0, 1, -0.1, 1.5):
         with pytest.raises(ValueError, match="alpha"):
@@ -82,7 +101,9 @@ def test_tidy_and_glance(res):
     assert tidy.shape == (len(TERMS), 7)
     assert tidy["term"].tolist() == TERMS
     np.testing.assert_array_equal(tidy["estimate"].to_numpy(), res.params.to_numpy())
-    assert tidy["std.error"].isna().all() and tidy["conf.low"].isna().all()
+    np.testing.assert_array_equal(tidy["std.error"].to_numpy(), res.bse.to_numpy())
+    np.testing.assert_allclose(tidy["conf.low"].to_numpy(), res.conf_int()["lower"].to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(tidy["conf.high"].to_numpy(), res.conf_int()["upper"].to_numpy(), rtol=1e-12)
     assert list(res.tidy(conf_int=False).columns) == TIDY_COLUMNS[:5]
 
     glance = res.glance()
@@ -96,7 +117,7 @@ def test_privacy_record_adds_up_to_eps(res):
     spent = res.privacy
     assert spent.notion == "pure" and spent.eps == 30.0 and spent.delta == 0.0
     names = [name for name, _ in spent.split]
-    assert names == ["ncov(x, y)", "nvar(x)", "intercept"]
+    assert names == ["ncov(x, y)", "nvar(x)", "intercept", "SE: sum(x)", "SE: HC meat"]
     assert math.isclose(sum(part for _, part in spent.split), 30.0, rel_tol=1e-12)
     assert all(part > 0 for _, part in spent.split)
     assert "replace-one" in spent.neighbours
@@ -127,8 +148,12 @@ def test_results_are_immutable(res):
     tidy = res.tidy()
     tidy.loc[0, "estimate"] = 1e6
     cov = res.cov_params()
+    variance = cov.iloc[0, 0]
     cov.iloc[0, 0] = 1e6
-    assert np.isnan(res.cov_params().iloc[0, 0])
+    replicates = res.replicates
+    replicates.iloc[0, 0] = 1e6
+    assert res.cov_params().iloc[0, 0] == variance != 1e6
+    assert res.replicates.iloc[0, 0] != 1e6
     np.testing.assert_array_equal(res.params.to_numpy(), before)
 
 

@@ -48,7 +48,8 @@ def failed():
 
 
 def _split_strings():
-    return [f"{name}: {EPS / 3:.4g}" for name in ("ncov(x, y)", "nvar(x)", "intercept")]
+    point = [f"{name}: {EPS * 0.8 / 3:.4g}" for name in ("ncov(x, y)", "nvar(x)", "intercept")]
+    return [*point, f"SE: sum(x): {EPS * 0.02:.4g}", f"SE: HC meat: {EPS * 0.18:.4g}"]
 
 
 def test_summary_is_a_value_and_print_shows_it(res, capsys):
@@ -78,13 +79,15 @@ def test_text_summary_contents(res):
     assert "nvar(x)" in text and "ncov(x, y)" in text  # the released statistics
 
 
-def test_notes_say_why_standard_errors_are_nan(res):
+def test_notes_say_what_standard_errors_cover(res, data):
     notes = res.summary().notes
-    assert res.bse.isna().all()
-    assert any("standard errors" in note and "NaN" in note for note in notes)
+    assert np.all(np.isfinite(res.bse))
     assert res.se_note in notes
     for render in ("as_text", "as_markdown", "as_html"):
-        assert "no private standard errors" in getattr(res.summary(), render)()
+        out = getattr(res.summary(), render)()
+        assert "sampling error" in out and "privacy noise" in out and "bootstrap" in out
+    nan = dp_ols("y ~ x_1 + g", data, eps=EPS, bounds=BOUNDS, levels={"g": SPECIAL}, random_state=0, se_share=0)
+    assert nan.bse.isna().all() and any("se_share=0" in note and "NaN" in note for note in nan.summary().notes)
 
 
 @pytest.mark.parametrize("render", ["as_text", "as_latex", "as_markdown", "as_html"])

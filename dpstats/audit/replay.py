@@ -176,6 +176,8 @@ def _same_release(a: Release, b: Release, rtol: float) -> bool:
         and a.reason == b.reason
         and close(a.params, b.params)
         and close(a.cov, b.cov)
+        and (a.replicates is None) == (b.replicates is None)
+        and (a.replicates is None or close(a.replicates, b.replicates))
         and stats_a.keys() == stats_b.keys()
         and all(close(stats_a[k], stats_b[k]) for k in stats_a)
         and a.privacy == b.privacy

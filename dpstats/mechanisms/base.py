@@ -24,11 +24,19 @@ class PrivacyRequest:
     ``eps`` is the total budget of the call (with ``delta`` for approximate
     DP); a zCDP mechanism may be given ``rho`` instead, and then ``eps`` is
     None. Exactly one of the two is set (:func:`dpstats.privacy.check_budget`).
+    ``se_share`` is the part of the budget that standard errors may spend
+    (None: the mechanism's default; 0: none, and only what post-processing
+    gives for free is reported).
     """
 
     eps: float | None
     delta: float = 0.0
     rho: float | None = None
+    se_share: float | None = None
+
+    def share(self, default: float) -> float:
+        """The part of the budget for standard errors: the user's ``se_share``, else ``default``."""
+        return default if self.se_share is None else self.se_share
 
 
 def refuse_rho(privacy: PrivacyRequest, name: str) -> None:
@@ -42,8 +50,14 @@ class Release:
     """The private outputs of one mechanism run, in the design's column order.
 
     ``params`` are in the user's units (NaN when ``failed``). ``cov`` is the
-    covariance that the standard errors come from, NaN where the mechanism has
-    no valid DP standard error; ``se_note`` says what they cover.
+    covariance of the estimates that the standard errors come from: it covers
+    the sampling error and the privacy noise, is NaN where the mechanism
+    reports no standard error and infinite where the release that standard
+    errors need failed; ``se_note`` says how it was obtained.
+    ``replicates`` (B x p, or None) are draws of the estimates' law around
+    ``params`` from a bootstrap that is post-processing of the release;
+    intervals are then the basic (pivotal) bootstrap intervals
+    (:func:`dpstats.uncertainty.confidence_intervals`).
     ``noisy_stats`` are released sufficient statistics (no array of length n).
     """
 
@@ -55,6 +69,7 @@ class Release:
     reason: str | None = None
     noisy_stats: Mapping[str, np.ndarray] = field(default_factory=dict)
     hyperparameters: Mapping[str, object] = field(default_factory=dict)
+    replicates: np.ndarray | None = None
 
 
 FitFunction = Callable[..., Release]

@@ -179,7 +179,8 @@
 #'   make the call fail: a missing or non-finite number becomes the midpoint of its bounds, an undeclared
 #'   or missing level the first declared level) or "raise" (for the data curator only: its error
 #'   describes confidential data).
-#' @param ... the mechanism's hyperparameters.
+#' @param ... the mechanism's hyperparameters, and \code{se_share}: the part of eps spent on standard
+#'   errors (NULL for the mechanism's default, 0 for none: then they are NaN).
 #' @return an object of class \code{\link{dpstats_fit}} holding plain R values only.
 #' @examples
 #' \dontrun{
@@ -228,6 +229,14 @@ dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels =
   m
 }
 
+# Bootstrap replicates (a list of rows, one column per term), or NULL.
+.replicates <- function(rows, names) {
+  if (is.null(rows) || !length(rows)) return(NULL)
+  m <- matrix(unlist(lapply(rows, .num)), ncol = length(names), byrow = TRUE)
+  colnames(m) <- names
+  m
+}
+
 # A released statistic: a number, a vector, or a matrix (a list of rows).
 .stat <- function(x) {
   if (is.list(x) && length(x) && all(vapply(x, function(r) length(r) > 1L || is.list(r), NA))) {
@@ -255,6 +264,7 @@ dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels =
   fit <- list(
     coefficients = coefficients,
     vcov = V,
+    replicates = .replicates(res$replicates, r_terms),
     nobs = as.integer(res$nobs),
     call = call,
     formula = formula,
@@ -328,6 +338,10 @@ dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels =
   fit$coefficients <- setNames(unname(fit$coefficients[idx]), r_names)
   fit$vcov <- fit$vcov[idx, idx, drop = FALSE]
   dimnames(fit$vcov) <- list(r_names, r_names)
+  if (!is.null(fit$replicates)) {
+    fit$replicates <- fit$replicates[, idx, drop = FALSE]
+    colnames(fit$replicates) <- r_names
+  }
   fit$names_match <- TRUE
   fit
 }

@@ -72,8 +72,12 @@ nobs.dpstats_fit <- function(object, ...) object$nobs
 #' @export
 formula.dpstats_fit <- function(x, ...) x$formula
 
-# Normal (z) intervals from vcov(), as confint.default: NaN where the mechanism
-# releases no valid DP standard error.
+# Intervals as the Python side computes them (dpstats/uncertainty.py): basic
+# bootstrap intervals from the release's replicates where it has them (2 coef
+# minus the replicates' quantiles, numpy's default quantile = R's type 7;
+# infinite if fewer than 20 replicates are finite), normal (z) intervals from
+# vcov() otherwise, as confint.default: NaN where the mechanism reports no
+# standard error, infinite where the release they need failed.
 #' @rdname dpstats_fit
 #' @export
 confint.dpstats_fit <- function(object, parm, level = 0.95, ...) {
@@ -84,8 +88,22 @@ confint.dpstats_fit <- function(object, parm, level = 0.95, ...) {
   a <- c(a, 1 - a)
   pct <- paste(format(100 * a, trim = TRUE, scientific = FALSE, digits = 3), "%")
   ci <- array(NA_real_, dim = c(length(parm), 2L), dimnames = list(parm, pct))
-  se <- sqrt(diag(vcov(object)))[parm]
-  ci[] <- cf[parm] + se %o% qnorm(a)
+  reps <- object$replicates
+  if (is.null(reps)) {
+    se <- sqrt(diag(vcov(object)))[parm]
+    ci[] <- cf[parm] + se %o% qnorm(a)
+    return(ci)
+  }
+  reps <- reps[stats::complete.cases(reps) & apply(is.finite(reps), 1L, all), , drop = FALSE]
+  if (nrow(reps) < 20L) {
+    ci[, 1L] <- ifelse(is.nan(cf[parm]), NaN, -Inf)
+    ci[, 2L] <- ifelse(is.nan(cf[parm]), NaN, Inf)
+    return(ci)
+  }
+  for (term in parm) {
+    q <- stats::quantile(reps[, term], probs = a, type = 7, names = FALSE)
+    ci[term, ] <- 2 * cf[[term]] - rev(q)
+  }
   ci
 }
 

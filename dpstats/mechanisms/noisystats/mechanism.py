@@ -29,42 +29,38 @@ sensitivity of each entry is the width of its interval (x_j x_k by interval
 multiplication, x_j^2 as an exact square), i.e. the most one row's
 contribution can move, summed for the L1 sensitivity.
 
-NoisyStats releases no valid standard error: one that covers both the
-sampling error and the privacy noise needs a separately budgeted residual
-variance (left for the DP inference issue), so the SEs are NaN.
+Standard errors (:mod:`.inference`): with the share ``se_share`` of eps
+(default 0.2; the point estimate gets the rest, split as above) a noisy HC
+meat is released and a parametric bootstrap through the mechanism's noise
+gives basic intervals covering the sampling error and the privacy noise.
+``se_share=0`` releases nothing more and the standard errors are NaN.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ... import noise, sandwich
 from ...design import CenteredUnitScale, Design, place_coefficients
-from ...intervals import power, product
+from ...intervals import product
 from ...noise import laplace_mechanism
 from ...privacy import PrivacySpent
+from ...sandwich import from_upper_triangle, upper_triangle
 from ..base import PrivacyRequest, Release, failed_release
+from . import inference
 
 SE_NOTE = (
-    "NoisyStats releases no private standard errors: a valid one must cover the sampling error "
-    "and the privacy noise, which needs a separately budgeted residual variance. SEs, tests and "
-    "intervals are NaN."
+    "Standard errors and basic bootstrap intervals cover the sampling error (an HC1 sandwich from a "
+    "noisy residual meat, released with se_share of eps) and the privacy noise (the mechanism's noise "
+    f"re-drawn in {inference.REPLICATES} refits: a parametric bootstrap, Ferrando, Wang & Sheldon 2022)."
 )
+NO_SE_NOTE = "se_share=0: no budget was spent on standard errors, so SEs, tests and intervals are NaN."
 FAIL_REASON = "the noisy n*var(x) matrix was not positive definite (the paper's failure output)"
 
 
 def centered_sensitivity(n: int) -> float:
     """Replace-one sensitivity of ncov(u, v) for u, v in [0, 1]^n (Lemma 19)."""
     return 1.0 - 1.0 / n
-
-
-def _upper(matrix: np.ndarray) -> np.ndarray:
-    return matrix[np.triu_indices(matrix.shape[0])]
-
-
-def _symmetric(upper: np.ndarray, p: int) -> np.ndarray:
-    out = np.zeros((p, p))
-    out[np.triu_indices(p)] = upper
-    return out + np.triu(out, 1).T
 
 
 def _is_positive_definite(matrix: np.ndarray) -> bool:
@@ -82,38 +78,89 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Re
     return _fit_centered(design, privacy, rng)
 
 
+def _split(
+    eps: float, share: float, names: tuple[str, ...], se_names: tuple[str, ...]
+) -> tuple[tuple[str, float], ...]:
+    """The point's releases share ``(1 - share) eps`` equally; the standard errors' get ``share eps``.
+
+    With an intercept the standard errors' two releases take a tenth and nine
+    tenths of their share (:data:`.inference.SUM_SHARE`).
+    """
+    point = tuple((name, eps * (1.0 - share) / len(names)) for name in names)
+    if share == 0:
+        return point
+    if len(se_names) == 1:
+        return (*point, (se_names[0], eps * share))
+    first = eps * share * inference.SUM_SHARE
+    return (*point, (se_names[0], first), (se_names[1], eps * share - first))
+
+
 def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Release:
     eps, n = privacy.eps, design.n
-    spent = PrivacySpent(
-        notion="pure",
-        eps=eps,
-        split=(("ncov(x, y)", eps / 3), ("nvar(x)", eps / 3), ("intercept", eps / 3)),
-    )
+    share = privacy.share(inference.DEFAULT_SHARE)
+    split = _split(eps, share, ("ncov(x, y)", "nvar(x)", "intercept"), ("SE: sum(x)", "SE: HC meat"))
+    spent = PrivacySpent(notion="pure", eps=eps, split=split)
+    eps3 = split[0][1]
+    note = SE_NOTE if share > 0 else NO_SE_NOTE
     scale = CenteredUnitScale.from_design(design)
     U, v = scale.transform(design)
     p = U.shape[1]
     u_bar, v_bar = U.mean(axis=0), v.mean()
     Uc = U - u_bar
     delta = centered_sensitivity(n)
+    xy_sensitivity, xx_sensitivity = p * delta, p * (p + 1) / 2 * delta
 
-    s_xy = laplace_mechanism(rng, Uc.T @ (v - v_bar), p * delta, eps / 3, "ncov(x, y)")
-    s_xx_upper = laplace_mechanism(rng, _upper(Uc.T @ Uc), p * (p + 1) / 2 * delta, eps / 3, "nvar(x)")
-    s_xx = _symmetric(np.atleast_1d(s_xx_upper), p)
+    s_xy = laplace_mechanism(rng, Uc.T @ (v - v_bar), xy_sensitivity, eps3, "ncov(x, y)")
+    s_xx_upper = laplace_mechanism(rng, upper_triangle(Uc.T @ Uc), xx_sensitivity, eps3, "nvar(x)")
+    s_xx = from_upper_triangle(np.atleast_1d(s_xx_upper), p)
     s_xy = np.atleast_1d(s_xy)
     noisy_stats = _user_unit_stats(scale, s_xx, s_xy)
     if not _is_positive_definite(s_xx):
-        return failed_release(design.n_columns, spent, FAIL_REASON, SE_NOTE, noisy_stats=noisy_stats)
+        return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
 
     slopes = np.linalg.solve(s_xx, s_xy)
     intercept_sensitivity = (1.0 + np.abs(slopes).sum()) / n
-    intercept = laplace_mechanism(rng, v_bar - slopes @ u_bar, intercept_sensitivity, eps / 3, "intercept")
-    theta = scale.jacobian() @ np.concatenate([[intercept], slopes]) + scale.offset()
-    return _release(design, theta[0], theta[1:], spent, noisy_stats)
+    intercept = laplace_mechanism(rng, v_bar - slopes @ u_bar, intercept_sensitivity, eps3, "intercept")
+    coef_unit = np.concatenate([[intercept], slopes])
+    theta = scale.jacobian() @ coef_unit + scale.offset()
+    params = place_coefficients(design, theta[0], theta[1:])
+    if share == 0:
+        return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats)
+
+    released = inference.release_centered_sandwich(rng, U, v, coef_unit, eps * share)
+    cov_unit = inference.centered_covariance(released, s_xx, n)
+    scales = (xx_sensitivity / eps3, xy_sensitivity / eps3, 1.0 / (n * eps3))
+    draws = inference.centered_replicates(
+        noise.postprocessing_rng(rng),
+        coef_unit,
+        np.nan_to_num(cov_unit, posinf=0.0),
+        s_xx,
+        released.u_sum / n,
+        n,
+        scales,
+    )
+    user = inference.user_replicates(draws, scale.jacobian(), scale.offset())
+    order = _design_order(design)
+    replicates = user[:, order]
+    cov = inference.covariance_or_infinite(cov_unit, replicates)
+    return _release(params, cov, None if not np.all(np.isfinite(cov)) else replicates, spent, note, noisy_stats)
+
+
+def _design_order(design: Design) -> np.ndarray:
+    """Column order taking (intercept, slopes...) to the design's order."""
+    position = np.empty(design.n_columns, dtype=int)
+    position[design.slope_indices] = np.arange(1, design.n_columns)
+    position[design.intercept_index] = 0
+    return position
 
 
 def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Release:
     eps = privacy.eps
-    spent = PrivacySpent(notion="pure", eps=eps, split=(("X'y", eps / 2), ("X'X", eps / 2)))
+    share = privacy.share(inference.DEFAULT_SHARE)
+    split = _split(eps, share, ("X'y", "X'X"), ("SE: HC meat",))
+    spent = PrivacySpent(notion="pure", eps=eps, split=split)
+    eps2 = split[0][1]
+    note = SE_NOTE if share > 0 else NO_SE_NOTE
     x_scale = np.abs(design.x_bounds).max(axis=1)
     y_scale = float(np.abs(design.y_bounds).max())
     Xs, ys = design.X / x_scale, design.y / y_scale
@@ -121,25 +168,35 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
     yb = (design.y_bounds[0] / y_scale, design.y_bounds[1] / y_scale)
     p = Xs.shape[1]
 
-    def width(interval: tuple[float, float]) -> float:
-        return interval[1] - interval[0]
-
-    xy_sensitivity = sum(width(product(tuple(xb[j]), yb)) for j in range(p))
-    xx_sensitivity = sum(
-        width(power(tuple(xb[j]), 2) if j == k else product(tuple(xb[j]), tuple(xb[k])))
-        for j in range(p)
-        for k in range(j, p)
-    )
-    xty = np.atleast_1d(laplace_mechanism(rng, Xs.T @ ys, xy_sensitivity, eps / 2, "X'y"))
-    xtx = _symmetric(np.atleast_1d(laplace_mechanism(rng, _upper(Xs.T @ Xs), xx_sensitivity, eps / 2, "X'X")), p)
+    xy_sensitivity = sum(hi - lo for lo, hi in (product(tuple(xb[j]), yb) for j in range(p)))
+    xx_sensitivity = sandwich.bread_sensitivity(xb)
+    xty = np.atleast_1d(laplace_mechanism(rng, Xs.T @ ys, xy_sensitivity, eps2, "X'y"))
+    xtx_upper = laplace_mechanism(rng, upper_triangle(Xs.T @ Xs), xx_sensitivity, eps2, "X'X")
+    xtx = from_upper_triangle(np.atleast_1d(xtx_upper), p)
     noisy_stats = {
         "X'X": xtx * np.outer(x_scale, x_scale),
         "X'y": xty * x_scale * y_scale,
     }
     if not _is_positive_definite(xtx):
-        return failed_release(p, spent, FAIL_REASON, SE_NOTE, noisy_stats=noisy_stats)
-    coef = np.linalg.solve(xtx, xty) * y_scale / x_scale
-    return Release(params=coef, cov=np.full((p, p), np.nan), privacy=spent, se_note=SE_NOTE, noisy_stats=noisy_stats)
+        return failed_release(p, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
+    coef_scaled = np.linalg.solve(xtx, xty)
+    params = coef_scaled * y_scale / x_scale
+    if share == 0:
+        return _release(params, np.full((p, p), np.nan), None, spent, note, noisy_stats)
+
+    bound = sandwich.residual_bound(coef_scaled, xb, yb)
+    residuals = sandwich.clipped_residuals(ys, Xs @ coef_scaled, bound)
+    meat_upper = laplace_mechanism(
+        rng, sandwich.meat(Xs, residuals), sandwich.meat_sensitivity(xb, bound), eps * share, "SE: HC meat"
+    )
+    cov_scaled = sandwich.hc_covariance(xtx, from_upper_triangle(np.atleast_1d(meat_upper), p), design.n)
+    scales = (xx_sensitivity / eps2, xy_sensitivity / eps2)
+    draws = inference.origin_replicates(
+        noise.postprocessing_rng(rng), coef_scaled, np.nan_to_num(cov_scaled, posinf=0.0), xtx, scales
+    )
+    replicates = draws * (y_scale / x_scale)
+    cov = inference.covariance_or_infinite(cov_scaled, replicates)
+    return _release(params, cov, None if not np.all(np.isfinite(cov)) else replicates, spent, note, noisy_stats)
 
 
 def _user_unit_stats(scale: CenteredUnitScale, s_xx: np.ndarray, s_xy: np.ndarray) -> dict:
@@ -150,12 +207,12 @@ def _user_unit_stats(scale: CenteredUnitScale, s_xx: np.ndarray, s_xy: np.ndarra
     }
 
 
-def _release(design: Design, intercept: float, slopes: np.ndarray, spent: PrivacySpent, stats: dict) -> Release:
-    p = design.n_columns
-    return Release(
-        params=place_coefficients(design, intercept, slopes),
-        cov=np.full((p, p), np.nan),
-        privacy=spent,
-        se_note=SE_NOTE,
-        noisy_stats=stats,
-    )
+def _release(
+    params: np.ndarray,
+    cov: np.ndarray,
+    replicates: np.ndarray | None,
+    spent: PrivacySpent,
+    note: str,
+    stats: dict,
+) -> Release:
+    return Release(params=params, cov=cov, privacy=spent, se_note=note, noisy_stats=stats, replicates=replicates)
