@@ -28,8 +28,8 @@ class DPRegressionResults:
     Standard errors, tests and intervals cover the sampling error and the
     privacy noise; ``se_note`` says how the mechanism obtained them. Standard
     errors come from ``cov_params()``; tests are normal (z) tests; intervals
-    are basic bootstrap intervals where the release carries bootstrap
-    replicates, normal ones otherwise (dpstats/uncertainty.py). They are NaN
+    are bootstrap intervals (basic or percentile) where the release carries
+    bootstrap replicates, normal ones otherwise (dpstats/uncertainty.py). They are NaN
     where a mechanism reports no standard error and infinite where the
     release they need failed.
     """
@@ -52,6 +52,7 @@ class DPRegressionResults:
     _cov: np.ndarray = field(repr=False)
     _noisy_stats: Mapping[str, np.ndarray] = field(repr=False)
     _replicates: np.ndarray | None = field(default=None, repr=False)
+    interval: str = "basic"
 
     # statsmodels names --------------------------------------------------
 
@@ -91,6 +92,7 @@ class DPRegressionResults:
             _cov=release.cov,
             _noisy_stats=dict(release.noisy_stats),
             _replicates=release.replicates,
+            interval=release.interval,
         )
 
     @property
@@ -129,10 +131,12 @@ class DPRegressionResults:
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """Confidence intervals at level ``1 - alpha``, columns ``lower`` and ``upper``.
 
-        Basic bootstrap intervals where the release carries replicates, normal
-        ones from ``cov_params()`` otherwise (dpstats/uncertainty.py).
+        Bootstrap intervals (of the kind ``self.interval``: basic or
+        percentile) where the release carries replicates, normal ones from
+        ``cov_params()`` otherwise (dpstats/uncertainty.py).
         """
-        lower, upper = confidence_intervals(self._params, self._cov, self._replicates, check_alpha(alpha))
+        alpha = check_alpha(alpha)
+        lower, upper = confidence_intervals(self._params, self._cov, self._replicates, alpha, self.interval)
         return pd.DataFrame({"lower": lower, "upper": upper}, index=self.term_names)
 
     @property
@@ -228,6 +232,7 @@ class DPRegressionResults:
             "params": [float(v) for v in self._params],
             "cov": [[float(v) for v in row] for row in self._cov],
             "replicates": None if self._replicates is None else np.asarray(self._replicates, dtype=float).tolist(),
+            "interval": self.interval,
             "se_note": self.se_note,
             "privacy": self.privacy.as_dict(),
             "noisy_stats": {k: np.asarray(v).tolist() for k, v in self._noisy_stats.items()},

@@ -24,30 +24,38 @@ Sensitivity (replace-one): the entry (j, k) of one row's meat term is
 ``w_j w_k r^2`` with ``w_j w_k`` in the product interval ``I_jk`` of the two
 columns' bounds and ``r^2`` in ``[0, R^2]``; replacing a row moves that entry by
 at most the width of ``I_jk * [0, R^2]``, and the L1 sensitivity of the upper
-triangle is the sum of these widths (:func:`meat_sensitivity`). Likewise the
+triangle is the sum of these widths (:func:`entry_widths`). Likewise the
 bread's entry moves by at most the width of ``I_jk`` (:func:`bread_sensitivity`).
 
-Precision. The entries that decide the slopes' variances,
-``sum r_i^2 (u_ij - c_j)(u_ik - c_k)`` for slope columns centred at a public c
-(the noisy column means), are small next to one row's reach, while the
-intercept column's entries are large. The release therefore weights each
-entry (:func:`meat_weights`): a weight w scales the entry's contribution to the
-L1 sensitivity by w and its noise, once divided back, by 1/w, so down-weighting
-the well-determined intercept entries buys precision for the slope block at
-the same eps. Then each noisy entry is shrunk towards the homoskedastic meat
-``sigma^2 W'W`` (``sigma^2 = sum r_i^2 / n`` from the intercept entry) by the
-factor ``d^2 / (d^2 + var)``, with d the entry's departure from that target and
-var its (public) noise variance (:func:`shrink_to_homoskedastic`): an entry
-the noise swamps falls back to the homoskedastic value, a well-measured one
-keeps its heteroskedasticity-robust value. Finally the meat is projected onto
-the positive semi-definite matrices. All of this is post-processing.
+Precision. The entry that decides the sampling variance when n * eps is
+small is the residual sum of squares ``sum r_i^2`` (the intercept's entry): it
+is released on its own (:data:`RSS_SHARE` of the budget). The entries that
+decide the slopes' variances, ``sum r_i^2 (u_ij - c_j)(u_ik - c_k)`` for slope
+columns centred at a public c, are small next to one row's reach; they are
+released together with the intercept's cross entries, which are down-weighted
+(:func:`meat_weights`: a weight w scales the entry's contribution to the L1
+sensitivity by w and its noise, once divided back, by 1/w).
+
+Post-processing (:func:`robust_meat`). The residuals are taken at the
+released estimate theta~ = theta^ + delta, not at least squares theta^, which
+adds ``sum_i (w_i'delta)^2 w_i w_i'`` to the meat; its expectation over the
+privacy noise is approximated by ``tr(W'W V_p) / n * W'W`` (V_p the privacy
+covariance of theta~) and subtracted. Each noisy entry is then shrunk towards
+the homoskedastic meat ``sigma^2 W'W`` (``sigma^2`` from the RSS) by the
+positive-part James-Stein factor ``max(0, 1 - var / d^2)``, with d the entry's
+departure from that target and var its public noise variance: an entry the
+noise swamps falls back to the homoskedastic value, a well-measured one keeps
+its heteroskedasticity-robust value. Finally the meat is projected onto the positive semi-definite matrices.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .intervals import power, product
+from .noise import laplace_mechanism
 from .uncertainty import infinite_cov, nearest_psd
 
 
@@ -78,38 +86,10 @@ def bread_sensitivity(bounds: np.ndarray) -> float:
     return float(sum(hi - lo for lo, hi in product_ranges(bounds)))
 
 
-def meat_sensitivity(bounds: np.ndarray, residual_bound: float, weights: np.ndarray | None = None) -> float:
-    """L1 replace-one sensitivity of the (weighted) upper triangle of ``sum r^2 w w'``, ``|r| <= residual_bound``."""
+def entry_widths(bounds: np.ndarray, residual_bound: float) -> np.ndarray:
+    """How far one row can move each upper-triangle entry of ``sum r^2 w w'`` (rows in ``bounds``, ``|r| <= R``)."""
     square = (0.0, float(residual_bound) ** 2)
-    widths = np.array([hi - lo for lo, hi in (product(entry, square) for entry in product_ranges(bounds))])
-    return float(widths.sum() if weights is None else (np.asarray(weights) * widths).sum())
-
-
-INTERCEPT_WEIGHT = 0.2
-"""Weight of the meat entries in the intercept's row (:func:`meat_weights`)."""
-
-
-def meat_weights(p: int, intercept_index: int | None) -> np.ndarray:
-    """Weights of the upper-triangle entries: INTERCEPT_WEIGHT in the intercept's row and column, 1 elsewhere."""
-    rows, cols = np.triu_indices(p)
-    weights = np.ones(rows.size)
-    if intercept_index is not None:
-        weights[(rows == intercept_index) | (cols == intercept_index)] = INTERCEPT_WEIGHT
-    return weights
-
-
-def shrink_to_homoskedastic(
-    noisy_meat: np.ndarray, noise_variance: np.ndarray, bread: np.ndarray, intercept_index: int
-) -> np.ndarray:
-    """Each entry shrunk towards ``sigma^2 W'W`` by ``d^2 / (d^2 + var)`` (module docstring); symmetric p x p."""
-    p = bread.shape[0]
-    n = bread[intercept_index, intercept_index]
-    target = noisy_meat[intercept_index, intercept_index] / n * bread
-    departure = noisy_meat - target
-    variance = from_upper_triangle(noise_variance, p)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        keep = np.where(variance > 0, departure**2 / (departure**2 + variance), 1.0)
-    return target + keep * departure
+    return np.array([hi - lo for lo, hi in (product(entry, square) for entry in product_ranges(bounds))])
 
 
 def meat(W: np.ndarray, residuals: np.ndarray) -> np.ndarray:
@@ -139,8 +119,97 @@ def clipped_residuals(y: np.ndarray, fitted: np.ndarray, bound: float) -> np.nda
     return np.clip(y - fitted, -bound, bound)
 
 
-def hc_covariance(bread: np.ndarray, noisy_meat: np.ndarray, n: int) -> np.ndarray:
-    """HC1 ``n / (n - p) B^{-1} M+ B^{-1}`` with M+ the PSD projection of the noisy meat.
+INTERCEPT_WEIGHT = 0.2
+"""Weight of the intercept's cross entries in the meat's release (:func:`meat_weights`)."""
+SHRINK = 2.0
+"""The shrinkage factor's noise multiplier (:func:`robust_meat`)."""
+RSS_SHARE = 0.45
+"""With an intercept, the part of the meat's budget spent on the residual sum of squares alone."""
+
+
+def meat_weights(p: int, intercept_index: int | None) -> np.ndarray:
+    """Weights of the upper-triangle entries: INTERCEPT_WEIGHT in the intercept's row and column, 1 elsewhere."""
+    rows, cols = np.triu_indices(p)
+    weights = np.ones(rows.size)
+    if intercept_index is not None:
+        weights[(rows == intercept_index) | (cols == intercept_index)] = INTERCEPT_WEIGHT
+    return weights
+
+
+@dataclass(frozen=True)
+class NoisyMeat:
+    """A released meat (symmetric, unweighted) and each upper-triangle entry's noise variance."""
+
+    meat: np.ndarray
+    noise_variance: np.ndarray
+
+
+def meat_split(eps: float, p: int, intercept_index: int | None) -> tuple[tuple[str, float], ...]:
+    """The releases of :func:`release_meat` for p columns and their budgets (for ``res.privacy.split``)."""
+    if intercept_index is None:
+        return (("SE: HC meat", eps),)
+    if p == 1:
+        return (("SE: RSS", eps),)
+    return (("SE: RSS", eps * RSS_SHARE), ("SE: HC meat", eps * (1.0 - RSS_SHARE)))
+
+
+def release_meat(
+    rng: np.random.Generator,
+    W: np.ndarray,
+    residuals: np.ndarray,
+    bounds: np.ndarray,
+    residual_bound: float,
+    eps: float,
+    intercept_index: int | None,
+) -> NoisyMeat:
+    """Release the meat of rows ``W`` (in the box ``bounds``) with ``|residuals| <= residual_bound``, at budget eps.
+
+    With an intercept: its entry (the RSS) alone at ``RSS_SHARE * eps``, then
+    the other entries weighted (:func:`meat_weights`) at the rest; without,
+    every entry in one release.
+    """
+    p = W.shape[1]
+    full = meat(W, residuals)
+    widths = entry_widths(bounds, residual_bound)
+    parts = dict(meat_split(eps, p, intercept_index))
+    if intercept_index is None:
+        sensitivity, budget = float(widths.sum()), parts["SE: HC meat"]
+        noisy = np.atleast_1d(laplace_mechanism(rng, full, sensitivity, budget, "SE: HC meat"))
+        return NoisyMeat(from_upper_triangle(noisy, p), np.full(full.size, 2.0 * (sensitivity / budget) ** 2))
+    rows, cols = np.triu_indices(p)
+    rss = (rows == intercept_index) & (cols == intercept_index)
+    noisy, variance = full.astype(float), np.zeros(full.size)
+    budget = parts["SE: RSS"]
+    noisy[rss] = laplace_mechanism(rng, full[rss], float(widths[rss].sum()), budget, "SE: RSS")
+    variance[rss] = 2.0 * (widths[rss].sum() / budget) ** 2
+    if p > 1:  # an intercept alone has no other entry
+        weights = meat_weights(p, intercept_index)[~rss]
+        sensitivity, budget = float((weights * widths[~rss]).sum()), parts["SE: HC meat"]
+        released = laplace_mechanism(rng, weights * full[~rss], sensitivity, budget, "SE: HC meat")
+        noisy[~rss] = np.atleast_1d(released) / weights
+        variance[~rss] = 2.0 * (sensitivity / budget / weights) ** 2
+    return NoisyMeat(from_upper_triangle(noisy, p), variance)
+
+
+def robust_meat(
+    released: NoisyMeat, bread: np.ndarray, privacy_cov: np.ndarray, n: int, intercept_index: int | None
+) -> np.ndarray:
+    """The released meat corrected for the residuals' privacy noise, shrunk and made PSD (module docstring)."""
+    noisy = released.meat - np.trace(bread @ privacy_cov) / n * bread
+    if intercept_index is None:
+        return nearest_psd(noisy)
+    p = bread.shape[0]
+    rss = max(noisy[intercept_index, intercept_index], 0.0)
+    target = rss / bread[intercept_index, intercept_index] * bread
+    departure = noisy - target
+    variance = from_upper_triangle(released.noise_variance, p)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        keep = np.where(variance > 0, np.maximum(0.0, 1.0 - SHRINK * variance / departure**2), 1.0)
+    return nearest_psd(target + keep * departure)
+
+
+def hc_covariance(bread: np.ndarray, meat_psd: np.ndarray, n: int) -> np.ndarray:
+    """HC1 ``n / (n - p) B^{-1} M B^{-1}`` for a PSD meat M (:func:`robust_meat`).
 
     Infinite variances if the bread is singular or n <= p (nothing to say).
     """
@@ -151,5 +220,5 @@ def hc_covariance(bread: np.ndarray, noisy_meat: np.ndarray, n: int) -> np.ndarr
         inverse = None
     if inverse is None or n <= p or not np.all(np.isfinite(inverse)):
         return infinite_cov(p)
-    cov = inverse @ nearest_psd(noisy_meat) @ inverse.T * (n / (n - p))
+    cov = inverse @ meat_psd @ inverse.T * (n / (n - p))
     return (cov + cov.T) / 2.0

@@ -5,11 +5,15 @@ of its release, both covering the sampling error *and* the privacy noise):
 
 * a covariance ``cov`` of the estimates: normal (Wald) intervals;
 * bootstrap ``replicates`` (B x p draws of the estimates' law around the
-  released ``params``, from a model fitted to the release): basic (pivotal)
-  intervals ``[2 theta - q_(1 - alpha/2), 2 theta - q_(alpha/2)]`` (Davison &
-  Hinkley 1997, eq. 5.6), as Ferrando, Wang & Sheldon (2022) recommend for
-  parametric bootstraps of DP releases. Their covariance gives the standard
-  errors.
+  released ``params``, from a model fitted to the release), with one of two
+  kinds of interval (Davison & Hinkley 1997, section 5.2): ``"basic"``
+  (pivotal), ``[2 theta - q_(1 - alpha/2), 2 theta - q_(alpha/2)]``, right when
+  the law of the error does not depend on the parameter, as Ferrando, Wang &
+  Sheldon (2022) use for parametric bootstraps of DP releases; or
+  ``"percentile"``, ``[q_(alpha/2), q_(1 - alpha/2)]``, right when a monotone
+  transformation makes the error symmetric and pivotal, as for a ratio whose
+  noisy denominator skews it (NoisyStats). Their covariance gives the
+  standard errors.
 
 A covariance of ``inf`` marks a release whose interval part failed (a noisy
 variance that came out <= 0, say): the intervals are then infinite, never
@@ -55,10 +59,14 @@ def replicate_covariance(replicates: np.ndarray) -> np.ndarray:
     return np.atleast_2d(np.cov(good, rowvar=False))
 
 
+INTERVALS = ("basic", "percentile")
+"""The kinds of bootstrap interval (module docstring)."""
+
+
 def confidence_intervals(
-    params: np.ndarray, cov: np.ndarray, replicates: np.ndarray | None, alpha: float
+    params: np.ndarray, cov: np.ndarray, replicates: np.ndarray | None, alpha: float, kind: str = "basic"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper ends at level ``1 - alpha``: basic bootstrap from replicates, else normal from ``cov``."""
+    """Lower and upper ends at level ``1 - alpha``: a bootstrap interval of ``kind`` from replicates, else normal."""
     alpha = check_alpha(alpha)
     params = np.asarray(params, dtype=float)
     if replicates is not None:
@@ -67,6 +75,8 @@ def confidence_intervals(
             infinite = np.where(np.isnan(params), np.nan, np.inf)
             return -infinite, infinite
         low_q, high_q = np.quantile(good, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+        if kind == "percentile":
+            return low_q, high_q
         return 2.0 * params - high_q, 2.0 * params - low_q
     z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
     with np.errstate(invalid="ignore"):
@@ -75,7 +85,23 @@ def confidence_intervals(
 
 
 def nearest_psd(matrix: np.ndarray) -> np.ndarray:
-    """The symmetric matrix's eigenvalues clipped at 0 (post-processing of a noisy covariance)."""
+    """A positive semi-definite version of a noisy symmetric matrix that keeps its (non-negative) diagonal.
+
+    Negative diagonal entries become 0; the correlation matrix of the rest has
+    its eigenvalues clipped at 0 and is rescaled to a unit diagonal, so noisy
+    off-diagonal entries cannot inflate the variances, as clipping the
+    eigenvalues of the matrix itself would (post-processing).
+    """
     sym = (np.asarray(matrix, dtype=float) + np.asarray(matrix, dtype=float).T) / 2.0
-    values, vectors = np.linalg.eigh(sym)
-    return (vectors * np.maximum(values, 0.0)) @ vectors.T
+    scale = np.sqrt(np.maximum(np.diag(sym), 0.0))
+    positive = scale > 0
+    out = np.zeros_like(sym)
+    if not positive.any():
+        return out
+    sub = sym[np.ix_(positive, positive)] / np.outer(scale[positive], scale[positive])
+    values, vectors = np.linalg.eigh(sub)
+    corr = (vectors * np.maximum(values, 0.0)) @ vectors.T
+    unit = np.sqrt(np.maximum(np.diag(corr), 1e-300))
+    corr = corr / np.outer(unit, unit)
+    out[np.ix_(positive, positive)] = corr * np.outer(scale[positive], scale[positive])
+    return out

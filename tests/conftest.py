@@ -23,3 +23,9 @@ def engel() -> pd.DataFrame:
 def grunfeld() -> pd.DataFrame:
     """statsmodels' Grunfeld investment panel (11 firms, 1935-1954)."""
     return sm.datasets.grunfeld.load_pandas().data
+
+
+@pytest.fixture(scope="session")
+def fair() -> pd.DataFrame:
+    """statsmodels' fair data: 6,366 women's affairs survey (Fair 1978), with a religiousness factor."""
+    return sm.datasets.fair.load_pandas().data

@@ -20,7 +20,6 @@ from functools import partial
 import numpy as np
 import pandas as pd
 import pytest
-import statsmodels.api as sm
 import statsmodels.formula.api as smf
 
 import dpstats
@@ -32,11 +31,6 @@ EPS = 1e9
 ENGEL_BOUNDS = {"income": (0.0, 5000.0), "foodexp": (0.0, 2500.0)}
 FAIR_BOUNDS = {"affairs": (0.0, 60.0), "age": (17.5, 42.0), "yrs_married": (0.0, 23.0), "educ": (9.0, 20.0)}
 RELIGIOUS = {"religious": [1.0, 2.0, 3.0, 4.0]}
-
-
-@pytest.fixture(scope="module")
-def fair():
-    return sm.datasets.fair.load_pandas().data
 
 
 def assert_matches_statsmodels(formula, data, bounds, levels=None, rtol=1e-6, seed=2024, implicit_constant=False):

@@ -117,7 +117,7 @@ def test_privacy_record_adds_up_to_eps(res):
     spent = res.privacy
     assert spent.notion == "pure" and spent.eps == 30.0 and spent.delta == 0.0
     names = [name for name, _ in spent.split]
-    assert names == ["ncov(x, y)", "nvar(x)", "intercept", "SE: sum(x)", "SE: HC meat"]
+    assert names == ["ncov(x, y)", "nvar(x)", "intercept", "SE: sum(x)", "SE: RSS", "SE: HC meat"]
     assert math.isclose(sum(part for _, part in spent.split), 30.0, rel_tol=1e-12)
     assert all(part > 0 for _, part in spent.split)
     assert "replace-one" in spent.neighbours

@@ -178,6 +178,7 @@ def _same_release(a: Release, b: Release, rtol: float) -> bool:
         and close(a.cov, b.cov)
         and (a.replicates is None) == (b.replicates is None)
         and (a.replicates is None or close(a.replicates, b.replicates))
+        and a.interval == b.interval
         and stats_a.keys() == stats_b.keys()
         and all(close(stats_a[k], stats_b[k]) for k in stats_a)
         and a.privacy == b.privacy

@@ -56,8 +56,9 @@ class Release:
     errors need failed; ``se_note`` says how it was obtained.
     ``replicates`` (B x p, or None) are draws of the estimates' law around
     ``params`` from a bootstrap that is post-processing of the release;
-    intervals are then the basic (pivotal) bootstrap intervals
-    (:func:`dpstats.uncertainty.confidence_intervals`).
+    intervals are then bootstrap intervals of the kind ``interval``
+    (``"basic"`` or ``"percentile"``,
+    :func:`dpstats.uncertainty.confidence_intervals`).
     ``noisy_stats`` are released sufficient statistics (no array of length n).
     """
 
@@ -70,6 +71,7 @@ class Release:
     noisy_stats: Mapping[str, np.ndarray] = field(default_factory=dict)
     hyperparameters: Mapping[str, object] = field(default_factory=dict)
     replicates: np.ndarray | None = None
+    interval: str = "basic"
 
 
 FitFunction = Callable[..., Release]

@@ -265,6 +265,7 @@ dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels =
     coefficients = coefficients,
     vcov = V,
     replicates = .replicates(res$replicates, r_terms),
+    interval = .scalar(res$interval, "basic"),
     nobs = as.integer(res$nobs),
     call = call,
     formula = formula,

@@ -72,10 +72,11 @@ nobs.dpstats_fit <- function(object, ...) object$nobs
 #' @export
 formula.dpstats_fit <- function(x, ...) x$formula
 
-# Intervals as the Python side computes them (dpstats/uncertainty.py): basic
-# bootstrap intervals from the release's replicates where it has them (2 coef
-# minus the replicates' quantiles, numpy's default quantile = R's type 7;
-# infinite if fewer than 20 replicates are finite), normal (z) intervals from
+# Intervals as the Python side computes them (dpstats/uncertainty.py): bootstrap
+# intervals from the release's replicates where it has them, of the release's
+# kind: "basic" (2 coef minus the replicates' quantiles) or "percentile" (the
+# quantiles), numpy's default quantile being R's type 7, infinite if fewer
+# than 20 replicates are finite; normal (z) intervals from
 # vcov() otherwise, as confint.default: NaN where the mechanism reports no
 # standard error, infinite where the release they need failed.
 #' @rdname dpstats_fit
@@ -102,7 +103,7 @@ confint.dpstats_fit <- function(object, parm, level = 0.95, ...) {
   }
   for (term in parm) {
     q <- stats::quantile(reps[, term], probs = a, type = 7, names = FALSE)
-    ci[term, ] <- 2 * cf[[term]] - rev(q)
+    ci[term, ] <- if (identical(object$interval, "percentile")) q else 2 * cf[[term]] - rev(q)
   }
   ci
 }

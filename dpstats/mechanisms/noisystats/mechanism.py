@@ -50,7 +50,7 @@ from ..base import PrivacyRequest, Release, failed_release
 from . import inference
 
 SE_NOTE = (
-    "Standard errors and basic bootstrap intervals cover the sampling error (an HC1 sandwich from a "
+    "Standard errors and percentile bootstrap intervals cover the sampling error (an HC1 sandwich from a "
     "noisy residual meat, released with se_share of eps) and the privacy noise (the mechanism's noise "
     f"re-drawn in {inference.REPLICATES} refits: a parametric bootstrap, Ferrando, Wang & Sheldon 2022)."
 )
@@ -79,26 +79,18 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Re
 
 
 def _split(
-    eps: float, share: float, names: tuple[str, ...], se_names: tuple[str, ...]
+    eps: float, share: float, names: tuple[str, ...], se_parts: tuple[tuple[str, float], ...]
 ) -> tuple[tuple[str, float], ...]:
-    """The point's releases share ``(1 - share) eps`` equally; the standard errors' get ``share eps``.
-
-    With an intercept the standard errors' two releases take a tenth and nine
-    tenths of their share (:data:`.inference.SUM_SHARE`).
-    """
+    """The point's releases share ``(1 - share) eps`` equally; the standard errors' releases ``share eps``."""
     point = tuple((name, eps * (1.0 - share) / len(names)) for name in names)
-    if share == 0:
-        return point
-    if len(se_names) == 1:
-        return (*point, (se_names[0], eps * share))
-    first = eps * share * inference.SUM_SHARE
-    return (*point, (se_names[0], first), (se_names[1], eps * share - first))
+    return point if share == 0 else (*point, *se_parts)
 
 
 def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Release:
     eps, n = privacy.eps, design.n
     share = privacy.share(inference.DEFAULT_SHARE)
-    split = _split(eps, share, ("ncov(x, y)", "nvar(x)", "intercept"), ("SE: sum(x)", "SE: HC meat"))
+    point = ("ncov(x, y)", "nvar(x)", "intercept")
+    split = _split(eps, share, point, inference.centered_split(eps * share, design.slope_indices.size))
     spent = PrivacySpent(notion="pure", eps=eps, split=split)
     eps3 = split[0][1]
     note = SE_NOTE if share > 0 else NO_SE_NOTE
@@ -128,22 +120,12 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
         return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats)
 
     released = inference.release_centered_sandwich(rng, U, v, coef_unit, eps * share)
-    cov_unit = inference.centered_covariance(released, s_xx, n)
     scales = (xx_sensitivity / eps3, xy_sensitivity / eps3, 1.0 / (n * eps3))
-    draws = inference.centered_replicates(
-        noise.postprocessing_rng(rng),
-        coef_unit,
-        np.nan_to_num(cov_unit, posinf=0.0),
-        s_xx,
-        released.u_sum / n,
-        n,
-        scales,
+    to_user = (scale.jacobian(), scale.offset(), _design_order(design))
+    cov, replicates = inference.centered_uncertainty(
+        noise.postprocessing_rng(rng), released, coef_unit, s_xx, n, scales, to_user
     )
-    user = inference.user_replicates(draws, scale.jacobian(), scale.offset())
-    order = _design_order(design)
-    replicates = user[:, order]
-    cov = inference.covariance_or_infinite(cov_unit, replicates)
-    return _release(params, cov, None if not np.all(np.isfinite(cov)) else replicates, spent, note, noisy_stats)
+    return _release(params, cov, replicates, spent, note, noisy_stats)
 
 
 def _design_order(design: Design) -> np.ndarray:
@@ -157,7 +139,7 @@ def _design_order(design: Design) -> np.ndarray:
 def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Release:
     eps = privacy.eps
     share = privacy.share(inference.DEFAULT_SHARE)
-    split = _split(eps, share, ("X'y", "X'X"), ("SE: HC meat",))
+    split = _split(eps, share, ("X'y", "X'X"), sandwich.meat_split(eps * share, design.n_columns, None))
     spent = PrivacySpent(notion="pure", eps=eps, split=split)
     eps2 = split[0][1]
     note = SE_NOTE if share > 0 else NO_SE_NOTE
@@ -186,17 +168,12 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
 
     bound = sandwich.residual_bound(coef_scaled, xb, yb)
     residuals = sandwich.clipped_residuals(ys, Xs @ coef_scaled, bound)
-    meat_upper = laplace_mechanism(
-        rng, sandwich.meat(Xs, residuals), sandwich.meat_sensitivity(xb, bound), eps * share, "SE: HC meat"
-    )
-    cov_scaled = sandwich.hc_covariance(xtx, from_upper_triangle(np.atleast_1d(meat_upper), p), design.n)
+    released = sandwich.release_meat(rng, Xs, residuals, xb, bound, eps * share, None)
     scales = (xx_sensitivity / eps2, xy_sensitivity / eps2)
-    draws = inference.origin_replicates(
-        noise.postprocessing_rng(rng), coef_scaled, np.nan_to_num(cov_scaled, posinf=0.0), xtx, scales
+    cov, replicates = inference.origin_uncertainty(
+        noise.postprocessing_rng(rng), released, coef_scaled, xtx, design.n, scales, y_scale / x_scale
     )
-    replicates = draws * (y_scale / x_scale)
-    cov = inference.covariance_or_infinite(cov_scaled, replicates)
-    return _release(params, cov, None if not np.all(np.isfinite(cov)) else replicates, spent, note, noisy_stats)
+    return _release(params, cov, replicates, spent, note, noisy_stats)
 
 
 def _user_unit_stats(scale: CenteredUnitScale, s_xx: np.ndarray, s_xy: np.ndarray) -> dict:
@@ -215,4 +192,12 @@ def _release(
     note: str,
     stats: dict,
 ) -> Release:
-    return Release(params=params, cov=cov, privacy=spent, se_note=note, noisy_stats=stats, replicates=replicates)
+    return Release(
+        params=params,
+        cov=cov,
+        privacy=spent,
+        se_note=note,
+        noisy_stats=stats,
+        replicates=replicates,
+        interval="percentile",
+    )
