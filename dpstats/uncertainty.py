@@ -50,13 +50,31 @@ def finite_replicates(replicates: np.ndarray) -> np.ndarray:
     return replicates[np.all(np.isfinite(replicates), axis=1)]
 
 
+IQR_NORMAL = 1.3489795003921634
+"""The interquartile range of the standard normal distribution."""
+
+
 def replicate_covariance(replicates: np.ndarray) -> np.ndarray:
-    """Covariance of the finite replicates (infinite if too few are finite)."""
+    """A robust covariance of the finite replicates (infinite if too few are finite).
+
+    Standard deviations are interquartile ranges / 1.349 and correlations
+    those of the replicates winsorised at their 1% and 99% quantiles: for
+    normal replicates this is their covariance, and a ratio's heavy tail (a
+    noisy denominator near 0 in a few refits) cannot make the standard error
+    disagree with the intervals, which use quantiles too.
+    """
     good = finite_replicates(replicates)
     p = replicates.shape[1]
     if good.shape[0] < MIN_REPLICATES:
         return infinite_cov(p)
-    return np.atleast_2d(np.cov(good, rowvar=False))
+    q1, q3 = np.quantile(good, [0.25, 0.75], axis=0)
+    scale = (q3 - q1) / IQR_NORMAL
+    low, high = np.quantile(good, [0.01, 0.99], axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.atleast_2d(np.corrcoef(np.clip(good, low, high), rowvar=False))
+    corr = np.where(np.isfinite(corr), corr, 0.0)
+    np.fill_diagonal(corr, 1.0)
+    return corr * np.outer(scale, scale)
 
 
 INTERVALS = ("basic", "percentile")

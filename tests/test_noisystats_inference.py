@@ -9,8 +9,9 @@ standard errors, and coverage of the true coefficients in a seeded simulation.
 False-failure rates: the replays, brute force and split checks are
 deterministic. The gray-box audit fails a correct mechanism with probability
 <= 1e-6 (Clopper-Pearson at alpha = 1e-6). The limit test compares standard
-errors from 1000 bootstrap refits (relative sd about 2.5%) at a 12% tolerance:
-about 5 sd, < 1e-6 per coefficient. The coverage test's band is 4 binomial sd
+errors from 1000 bootstrap refits (interquartile-range scale: relative sd about
+4%, measured over 40 seeds on engel) at a 15% tolerance: about 3.7 sd, 2e-4 per
+coefficient. The coverage test's band is 4 binomial sd
 (dpstats/coverage.py, ``coverage_band``): about 6e-5 per coefficient.
 """
 
@@ -153,7 +154,7 @@ def test_standard_errors_approach_statsmodels_hc1_at_large_eps(formula, dataset,
     res = dpstats.dp_ols(formula, data, eps=1e9, bounds=bounds, levels=levels, method="noisystats", random_state=8)
     reference = smf.ols(formula, data).fit(cov_type="HC1")
     np.testing.assert_allclose(res.params, reference.params, rtol=1e-5)
-    np.testing.assert_allclose(res.bse, reference.bse, rtol=0.12)
+    np.testing.assert_allclose(res.bse, reference.bse, rtol=0.15)
 
 
 @pytest.mark.slow

@@ -34,8 +34,9 @@ test_that("standard errors at eps = 1e9 are lm's HC1 sandwich, and confint match
   e <- residuals(ref)
   bread <- solve(crossprod(X))
   hc1 <- bread %*% crossprod(X * e) %*% bread * nrow(X) / (nrow(X) - ncol(X))
-  # 1000 bootstrap refits estimate each SE with a relative sd of about 2.5%: 12% is about 5 sd
-  expect_equal(unname(sqrt(diag(vcov(fit)))), unname(sqrt(diag(hc1))), tolerance = 0.12)
+  # 1000 bootstrap refits estimate each SE (interquartile range / 1.349) with a relative sd of
+  # about 4%: 15% is about 3.7 sd
+  expect_equal(unname(sqrt(diag(vcov(fit)))), unname(sqrt(diag(hc1))), tolerance = 0.15)
   reps <- fit$replicates
   expect_identical(colnames(reps), names(coef(fit)))
   a <- c(0.05, 0.95)
