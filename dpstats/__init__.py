@@ -20,6 +20,7 @@ _LAZY = {
     "noisy_histogram": "dpstats.histogram",
     "inspect": "dpstats.curator",
     "DPRegressionResults": "dpstats.results",
+    "FTest": "dpstats.results",
     "Summary": "dpstats.render",
     "PrivacySpent": "dpstats.privacy",
 }

@@ -8,7 +8,7 @@ no array of length n, and pickles to public values only.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +18,27 @@ from .formula import FormulaSpec, design_for_new_data
 from .mechanisms.base import Release
 from .privacy import PrivacySpent
 from .render import Summary
-from .uncertainty import check_alpha, confidence_intervals
+from .uncertainty import check_alpha, confidence_intervals, wald_test
+
+
+@dataclass(frozen=True)
+class FTest:
+    """A joint test of linear restrictions on the coefficients, from the release alone.
+
+    ``statistic`` is the Wald F (W / df) with the release's covariance;
+    ``pvalue`` comes from the release's bootstrap law (``reference`` =
+    "bootstrap") or from chi2_df / df ("chi2"); see
+    :func:`dpstats.uncertainty.wald_test`.
+    """
+
+    hypothesis: str
+    statistic: float
+    df: int
+    pvalue: float
+    reference: str
+
+    def __str__(self) -> str:
+        return f"F({self.df}) = {self.statistic:.4g}, p = {self.pvalue:.4g} [{self.reference}] for {self.hypothesis}"
 
 
 @dataclass(frozen=True)
@@ -145,6 +165,40 @@ class DPRegressionResults:
         if self._replicates is None:
             return None
         return pd.DataFrame(np.array(self._replicates, copy=True), columns=self.term_names)
+
+    def f_test(self, hypothesis: Sequence[str] | np.ndarray | tuple[np.ndarray, np.ndarray]) -> FTest:
+        """Joint test of linear restrictions: term names (all zero), a matrix R (R theta = 0) or (R, q).
+
+        Post-processing of the release (no budget): a DP Wald/F test in the
+        spirit of Alabi & Vadhan (2023), its null law simulated by the
+        release's own bootstrap where it has one. ``f_test(["x1", "x2"])`` tests
+        x1 = x2 = 0; ``f_test(res.slope_names)`` is the regression's joint
+        significance.
+        """
+        names = self.term_names
+        if isinstance(hypothesis, tuple) and len(hypothesis) == 2 and not isinstance(hypothesis[0], str):
+            R, q = np.atleast_2d(np.asarray(hypothesis[0], dtype=float)), np.asarray(hypothesis[1], dtype=float)
+            label = "R theta = q"
+        elif len(hypothesis) and all(isinstance(h, str) for h in hypothesis):
+            unknown = [h for h in hypothesis if h not in names]
+            if unknown:
+                raise ValueError(f"unknown term(s) {unknown}; the terms are {names}")
+            R = np.eye(len(names))[[names.index(h) for h in hypothesis]]
+            q = np.zeros(R.shape[0])
+            label = " = ".join(hypothesis) + " = 0"
+        else:
+            R = np.atleast_2d(np.asarray(hypothesis, dtype=float))
+            q = np.zeros(R.shape[0])
+            label = "R theta = 0"
+        if R.shape[1] != len(names) or q.shape != (R.shape[0],) or np.linalg.matrix_rank(R) < R.shape[0]:
+            raise ValueError(f"R must have full row rank and {len(names)} columns, q one entry per row")
+        statistic, df, pvalue, reference = wald_test(self._params, self._cov, self._replicates, R, q)
+        return FTest(label, statistic, df, pvalue, reference)
+
+    @property
+    def slope_names(self) -> list[str]:
+        """The terms other than the intercept."""
+        return [t for t in self.term_names if t != "Intercept"]
 
     @property
     def noisy_stats(self) -> dict[str, np.ndarray]:
@@ -273,7 +327,7 @@ def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
     """Assemble the summary of ``res`` (post-processing only)."""
     status = "FAILED: " + (res.reason or "") if res.failed else "ok"
     method = res.method_title + (f" [auto: {res.method_reason}]" if res.method_reason else "")
-    model = (
+    model = [
         ("Dep. variable", res.y_name),
         ("Formula", res.formula),
         ("Method", method),
@@ -281,7 +335,10 @@ def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
         ("No. observations", f"{res.nobs} (public)"),
         ("Parameters", str(len(res.term_names))),
         ("Status", status),
-    )
+    ]
+    if res.slope_names and not res.failed and np.all(np.isfinite(res.bse)):
+        joint = res.f_test(res.slope_names)
+        model.append(("Joint F (slopes = 0)", f"{joint.statistic:.4g} on {joint.df} df, p = {joint.pvalue:.4g}"))
     spent = res.privacy
     privacy = [
         ("Privacy", spent.describe()),
@@ -320,7 +377,7 @@ def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
         notes.insert(0, "The mechanism failed; the privacy budget was still spent. " + (res.reason or ""))
     return Summary(
         title=TITLES.get(res.estimator, "DP Regression Results"),
-        model=model,
+        model=tuple(model),
         privacy=tuple(privacy),
         coefficients=coefficients,
         noisy_stats=stats,

@@ -22,9 +22,11 @@ silently narrower. NaN marks a mechanism that reports no standard error.
 
 from __future__ import annotations
 
+import math
 from statistics import NormalDist
 
 import numpy as np
+from scipy.stats import chi2
 
 MIN_REPLICATES = 20
 """Fewer finite replicates than this and the bootstrap says nothing: infinite intervals."""
@@ -123,3 +125,38 @@ def nearest_psd(matrix: np.ndarray) -> np.ndarray:
     corr = corr / np.outer(unit, unit)
     out[np.ix_(positive, positive)] = corr * np.outer(scale[positive], scale[positive])
     return out
+
+
+def wald_test(
+    params: np.ndarray, cov: np.ndarray, replicates: np.ndarray | None, R: np.ndarray, q: np.ndarray
+) -> tuple[float, int, float, str]:
+    """The Wald test of ``R theta = q`` from a release: ``(F, df, p-value, reference)``.
+
+    ``F = W / df`` with ``W = (R theta - q)' (R V R')^{-1} (R theta - q)``, V the
+    release's covariance (sampling error and privacy noise). Alabi & Vadhan
+    (2023) show that the DP F-statistic of noisy sufficient statistics
+    converges to the non-private one's law and calibrate it by simulation from
+    the release; here the simulation is the release's own bootstrap: with
+    replicates, the p-value is the share of ``W*_b`` (the statistic of
+    ``theta*_b - theta``, the replicates' departure from the estimate: the law of
+    W under the null) at least W, ``(1 + #) / (B + 1)``; without, ``chi2_df``.
+    NaN where the covariance is NaN; F = 0 and p = 1 where it is infinite.
+    """
+    params, cov = np.asarray(params, dtype=float), np.asarray(cov, dtype=float)
+    R = np.atleast_2d(np.asarray(R, dtype=float))
+    df = R.shape[0]
+    if np.isnan(cov).any() or np.isnan(params).any():
+        return math.nan, df, math.nan, "none"
+    if np.isinf(cov).any():
+        return 0.0, df, 1.0, "none"
+    middle = np.linalg.pinv(R @ cov @ R.T)
+    gap = R @ params - np.asarray(q, dtype=float)
+    statistic = float(gap @ middle @ gap)
+    if replicates is None:
+        return statistic / df, df, float(chi2.sf(statistic, df)), "chi2"
+    good = finite_replicates(replicates)
+    if good.shape[0] < MIN_REPLICATES:
+        return statistic / df, df, 1.0, "none"
+    departures = (good - params) @ R.T
+    null = np.einsum("bi,ij,bj->b", departures, middle, departures)
+    return statistic / df, df, float((1 + np.sum(null >= statistic)) / (null.size + 1)), "bootstrap"
