@@ -192,17 +192,24 @@ def test_batch_ols_matches_lstsq_and_drops_aliased_columns() -> None:
     X[:, :, 0] = 1.0
     y = rng.normal(size=(50, 12)) * 100
     ref = np.array([np.linalg.lstsq(X[k], y[k], rcond=None)[0] for k in range(50)])
-    coef, dropped = batch_ols(X, y)
+    coef, unknown = batch_ols(X, y)
     np.testing.assert_allclose(coef, ref, rtol=1e-9)
-    assert not dropped.any()
+    assert not unknown.any()
     X[:, :, 3] = 2 * X[:, :, 1] - X[:, :, 2]  # aliased: dropped, coefficient 0, same fit
-    coef, dropped = batch_ols(X, y)
-    assert np.all(coef[:, 3] == 0) and np.array_equal(dropped, np.tile([False, False, False, True], (50, 1)))
+    coef, unknown = batch_ols(X, y)
+    assert np.all(coef[:, 3] == 0)
     ref = np.array([np.linalg.lstsq(X[k, :, :3], y[k], rcond=None)[0] for k in range(50)])
     np.testing.assert_allclose(coef[:, :3], ref, rtol=1e-6)
+    # column 3 is 2 x column 1 up to 1e-8 relative (column 2 is 1e8 times smaller): 1 and 3 are not estimable
+    assert unknown[:, [1, 3]].all() and not unknown[:, 0].any()
+    X3 = X.copy()
+    X3[:, :, 3] = 3.0 * X[:, :, 0] - 1e-4 * X[:, :, 1]  # columns 0, 1, 3 aliased, on comparable scales
+    assert np.array_equal(batch_ols(X3, y)[1], np.tile([True, True, False, True], (50, 1)))
+    X3[:, :, 3] = 0.0  # an all-zero column (a level absent from the batch): only its own coefficient is unknown
+    assert np.array_equal(batch_ols(X3, y)[1], np.tile([False, False, False, True], (50, 1)))
     X[0, 0, 1], X[1, 3, 2] = np.inf, 1e200
-    broken, dropped = batch_ols(X, y)
-    assert np.all(broken[:2] == 0) and np.array_equal(broken[2:], coef[2:]) and not dropped[:2].any()
+    broken, unknown = batch_ols(X, y)
+    assert np.all(broken[:2] == 0) and np.array_equal(broken[2:], coef[2:]) and not unknown[:2].any()
 
 
 def test_an_aliased_coefficient_goes_to_a_random_extreme_not_to_zero() -> None:
