@@ -47,6 +47,7 @@ import pytest
 from scipy import stats
 from scipy.optimize import brentq
 
+from dpstats import sandwich
 from dpstats.audit import graybox_audit, pair_from_points, understated_sensitivity, weaker_noise
 from dpstats.audit.graybox import GrayBoxSamples
 from dpstats.audit.neighbours import corner_pairs
@@ -120,10 +121,10 @@ def test_replay_standard_error_releases_reach_their_sensitivity(variant: str) ->
     assert report.releases["SE: sum(x)"].sensitivity == 1.0
 
 
-WIDTHS, REACH = inference.meat_widths, inference.bread_reach
+WIDTHS, REACH = sandwich.entry_widths, inference.bread_reach
 SE_CANARIES = {
-    "SE: HC meat": ("meat_widths", lambda box, bound: 0.5 * WIDTHS(box, bound)),
-    "SE: bread": ("bread_reach", lambda centre: 0.5 * REACH(centre)),
+    "SE: HC meat": (sandwich, "entry_widths", lambda box, bound: 0.5 * WIDTHS(box, bound)),
+    "SE: bread": (inference, "bread_reach", lambda centre: 0.5 * REACH(centre)),
 }
 
 
@@ -132,7 +133,7 @@ SE_CANARIES = {
 def test_replay_flags_understated_standard_error_sensitivities(
     monkeypatch: pytest.MonkeyPatch, variant: str, release: str
 ) -> None:
-    monkeypatch.setattr(inference, *SE_CANARIES[release])
+    monkeypatch.setattr(*SE_CANARIES[release])
     report = _replay(variant, T=4)
     assert {v.name for v in report.violations} == {release}
 

@@ -80,7 +80,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import noise, sandwich
-from ...intervals import product
 from ...uncertainty import infinite_cov
 
 DEFAULT_SHARE = 0.2
@@ -159,12 +158,6 @@ def _release(
     return np.atleast_1d(noisy), NoiseLaw(False, sensitivity / budget)
 
 
-def meat_widths(box: np.ndarray, bound: float) -> np.ndarray:
-    """Per upper-triangle entry of ``sum r^2 w w'``: how far one row's term can move (``|r| <= bound``)."""
-    square = (0.0, float(bound) ** 2)
-    return np.array([hi - lo for lo, hi in (product(entry, square) for entry in sandwich.product_ranges(box))])
-
-
 def bread_reach(centre: float) -> float:
     """How far one row's ``(u - c)^2`` can move for u in [0, 1]: ``max(c, 1 - c)^2``."""
     return max(centre, 1.0 - centre) ** 2
@@ -193,7 +186,7 @@ def release_sandwich(
     bound = sandwich.residual_bound(coef_centred, box, (0.0, 1.0))
     residuals = sandwich.clipped_residuals(v, W @ coef_centred, bound)
     weights = sandwich.meat_weights(2, 0)
-    widths = weights * meat_widths(box, bound)
+    widths = weights * sandwich.entry_widths(box, bound)
     noisy, meat_noise = _release(
         rng, weights * sandwich.meat(W, residuals), widths, budget * f_meat, gaussian, meat_name
     )
@@ -217,7 +210,8 @@ def covariance(released: SandwichRelease, n: int) -> np.ndarray:
     bread = centred_bread(released, n)
     if not (np.all(np.isfinite(bread)) and np.linalg.eigvalsh(bread)[0] > 0):
         return infinite_cov(2)
-    meat = sandwich.shrink_to_homoskedastic(released.meat, released.meat_noise_variance, bread, 0)
+    noisy = sandwich.NoisyMeat(released.meat, released.meat_noise_variance)
+    meat = sandwich.robust_meat(noisy, bread, np.zeros_like(bread), n, 0)
     cov_centred = sandwich.hc_covariance(bread, meat, n)
     back = np.array([[1.0, -released.centre], [0.0, 1.0]])
     return back @ cov_centred @ back.T
