@@ -140,6 +140,7 @@ def cell_intervals(
         weights=hist.sum_over(names, weights),
         mapped=hist.sum_over(names, weights + model.shift(weights)),
         moments=model.moments(weights).summed(lambda values: hist.sum_over(names, values)),
+        n=hist.n,
         correction=correction,
     )
     if estimator == "ols":

@@ -23,8 +23,11 @@ Given ``N = k`` the moments of ``W`` are closed-form Laplace tail integrals
 (:func:`_given_count`); those of ``delta(W)`` are integrated numerically
 against the Laplace law (midpoint rule on cells of exact probability, plus the
 exact atom at ``W = 0``). Mixing over ``k`` with Poisson weights gives each
-moment as a smooth function of ``mu``, tabulated once per call on a grid and
-interpolated at every cell. Beyond the grid (``mu`` more than ``c + 40 s + 30``)
+moment as a smooth function of ``mu``, tabulated once per cut-off and scale on
+a grid and interpolated at every cell. When the noise is wide (``s >= 16``),
+counts above 64 are mixed in groups at most ``s / 8`` and a quarter of the
+Poisson's sd wide, at the group's midpoint (the conditional moments vary on
+the scale s), so the tables stay small at any eps. Beyond the grid (``mu`` more than ``c + 40 s + 30``)
 thresholding never acts: ``W = N + L``, mean ``mu``, variance ``mu + 2 s^2``.
 Everything here depends on public quantities (n, eps, the threshold) only;
 evaluated at released counts it is post-processing.
@@ -37,7 +40,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import gammaln, ndtr
 
 GRID_POINTS = 400
 """Points of the tabulation grid in ``mu`` (denser near 0, where the moments bend)."""
@@ -47,6 +50,9 @@ TAIL = 30.0
 """Laplace noise beyond ``TAIL`` scales is ignored (probability e^-30)."""
 REACH = 40.0
 """Counts above ``c + REACH s + 30`` are never thresholded (probability below e^-19)."""
+COUNT_STEP = 8.0
+EXACT_COUNTS = 64
+"""Counts above ``EXACT_COUNTS`` are mixed in groups at most ``s / COUNT_STEP`` wide (module docstring)."""
 
 
 def _laplace_cdf(u: np.ndarray) -> np.ndarray:
@@ -71,12 +77,36 @@ def _given_count(k: np.ndarray, c: float, s: float) -> tuple[np.ndarray, np.ndar
     return first, np.where(t >= 0, second_upper, second_lower)
 
 
-def _poisson_pmf(k: np.ndarray, mu: np.ndarray) -> np.ndarray:
-    """``P(Poisson(mu) = k)`` on the grid ``mu`` (rows) x ``k`` (columns)."""
+def _count_groups(top: float, s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Consecutive groups of counts covering ``0 .. top``: their starts and widths (module docstring).
+
+    Counts below ``EXACT_COUNTS`` stand alone; above, a group is at most
+    ``s / COUNT_STEP`` wide (the moments vary on the scale s) and a quarter of
+    the Poisson's sd at its count.
+    """
+    starts = list(range(EXACT_COUNTS))
+    k = float(EXACT_COUNTS)
+    while k <= top:
+        starts.append(k)
+        k += max(1.0, math.floor(min(s / COUNT_STEP, math.sqrt(k) / 4.0)))
+    start = np.asarray(starts, dtype=float)
+    return start, np.diff(np.append(start, k))
+
+
+def _poisson_masses(start: np.ndarray, width: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """``P(start_j <= Poisson(mu) < start_j + width_j)`` on the grid ``mu`` (rows) x groups (columns).
+
+    Exact for single counts; for wider groups (all above ``EXACT_COUNTS``,
+    where a Poisson with mass there has mean over 30) the normal
+    approximation with continuity correction (the groups' contributions are
+    smooth in the count, so its skewness error is of third order).
+    """
     mu = mu[:, None]
     log_mu = np.log(np.where(mu > 0, mu, 1.0))
-    logp = k * log_mu - mu - gammaln(k + 1.0)
-    return np.where(mu > 0, np.exp(logp), (k == 0).astype(float))
+    exact = np.where(mu > 0, np.exp(start * log_mu - mu - gammaln(start + 1.0)), (start == 0).astype(float))
+    sd = np.sqrt(np.maximum(mu, 1e-300))
+    upper = ndtr((start + width - 0.5 - mu) / sd) - ndtr((start - 0.5 - mu) / sd)
+    return np.where(width == 1, exact, np.where(mu > 0, upper, 0.0))
 
 
 @dataclass(frozen=True)
@@ -113,10 +143,11 @@ class CountModel:
             return
         c, s = max(self.cutoff, 0.0), self.scale
         self.mu_max = c + REACH * s + 30.0
-        k = np.arange(math.ceil(self.mu_max) + 1, dtype=float)
+        start, width = _count_groups(self.mu_max, s)
+        k = start + (width - 1) / 2.0
         dense = np.linspace(0.0, 1.0, GRID_POINTS // 8, endpoint=False)
         self.grid = np.concatenate([dense, np.geomspace(1.0, self.mu_max, GRID_POINTS - dense.size)])
-        pmf = _poisson_pmf(k, self.grid)
+        pmf = _poisson_masses(start, width, self.grid)
         first, second = _given_count(k, c, s)
         self.shift_table = pmf @ (first - k)
         mean = self.grid + self.shift_table

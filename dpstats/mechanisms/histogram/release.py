@@ -160,7 +160,10 @@ def histogram_privacy(eps: float) -> PrivacySpent:
         notion="pure",
         eps=eps,
         split=((RELEASE_NAME, eps),),
-        caveats=("every fit from the same noisy histogram is post-processing and costs nothing further",),
+        caveats=(
+            "every fit from the same noisy histogram, standard errors included, is post-processing and costs "
+            "nothing further",
+        ),
     )
 
 
