@@ -187,7 +187,8 @@ def least_squares_intervals(problem: CellProblem, params: np.ndarray, rng: np.ra
     cov[dim:, :dim] = cov[:dim, dim:].T
     cov[dim:, dim:] = Z.T @ (m.var_m[:, None] * Z)
     draws = _normal_draws(rng, mean, cov)
-    corrected = 2.0 * _solve(draws[:, :dim], p, upper) - _solve(draws[:, dim:], p, upper)
+    refits = _solve(np.concatenate([draws[:, :dim], draws[:, dim:]]), p, upper)
+    corrected = 2.0 * refits[:REPLICATES] - refits[REPLICATES:]
     replicates = params + (corrected - centre)
     return Intervals(replicate_covariance(replicates), replicates, SE_NOTE)
 
