@@ -82,9 +82,10 @@ def test_count_moments_match_simulation(cutoff: float, scale: float) -> None:
 
 
 def test_without_thresholding_a_count_is_poisson_plus_laplace() -> None:
+    """threshold="none" in least squares: W = N + L, mean mu, variance mu + 2 s^2, no bias to correct."""
     model = CountModel(-np.inf, 2.0)
     m = model.moments(np.array([-3.0, 0.0, 7.0]))
-    np.testing.assert_allclose(m.mean, [0.0, 0.0, 7.0])
+    np.testing.assert_allclose(m.mean, [-3.0, 0.0, 7.0])  # an unbiased count stays the mean, even negative
     np.testing.assert_allclose(m.var, [8.0, 8.0, 15.0])
     np.testing.assert_array_equal(model.shift(np.array([-3.0, 5.0])), [0.0, 0.0])
 
@@ -278,3 +279,14 @@ def test_intervals_are_reproducible_post_processing() -> None:
     design_ = build_design("y ~ x", data, design.bounds, {})[0]
     release = mech.fit(design_, PrivacyRequest(eps=1.0), np.random.default_rng(0))
     assert release.replicates is not None and release.replicates.shape == (1000, 2)  # what the replay compares
+
+
+def test_without_thresholding_the_interval_is_centred_at_the_estimate() -> None:
+    """Raw noisy counts (Algorithm 1) are unbiased: no correction, the replicates centre on the estimate."""
+    design = DESIGNS["symmetric"]
+    data = design.draw(np.random.default_rng(6), 3000)
+    res = dpstats.dp_ols(
+        "y ~ x", data, eps=1.0, bounds=design.bounds, method="histogram", threshold="none", bins=6, random_state=2
+    )
+    departures = res.replicates.to_numpy() - res.params.to_numpy()
+    assert np.all(np.abs(departures.mean(axis=0)) <= 4 * departures.std(axis=0) / np.sqrt(len(departures)))

@@ -185,12 +185,18 @@ class CountModel:
         return np.interp(np.maximum(w, 0.0), self.grid, self.shift_table, right=0.0)
 
     def moments(self, mu: np.ndarray) -> CellMoments:
-        """The moments at expected counts ``mu`` (negative values are read as 0)."""
-        mu = np.maximum(np.asarray(mu, dtype=float), 0.0)
+        """The moments at expected counts ``mu``.
+
+        Without thresholding a released count is unbiased, so a negative one is
+        kept as the mean (its Poisson variance is read at 0); with it, released
+        weights are never negative.
+        """
+        mu = np.asarray(mu, dtype=float)
         noise = 2.0 * self.scale**2
         if not self.thresholded:
-            var = mu + noise
+            var = np.maximum(mu, 0.0) + noise
             return CellMoments(mu, var, mu, var, var)
+        mu = np.maximum(mu, 0.0)
         beyond = mu > self.mu_max
         out = {}
         for name, table in self.tables.items():
