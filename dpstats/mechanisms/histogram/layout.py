@@ -40,9 +40,11 @@ regression. Quantile regression's score is bounded (Lei's condition B1), so
 cells of pure noise far from the fit barely move it and it affords finer bins;
 least squares' squared residuals give those cells leverage. The factors come
 from the coverage scan of dpstats/coverage.py's designs (two numeric axes, n =
-1,000 and 10,000, eps = 1 and 5; benchmarks/bench_coverage.py): at ``f = 1``
-heteroskedastic designs lose up to 30 points of coverage to binning bias, and
-least squares at ``f >= 2`` loses it to spurious cells at n = 1,000, eps = 1.
+1,000 and 10,000, eps = 1 and 5; benchmarks/bench_coverage.py). At n = 1,000
+and eps = 1 on the heteroskedastic design, ``f = 1`` covers the intercept in
+70-80% of samples for least squares and almost never for the median (binning
+bias), ``f = 2`` costs least squares 4 points (cells of pure noise), and the
+median needs ``f = 3``.
 ``noisy_histogram``, whose fits are not known at release time, uses the
 least-squares factor.
 
