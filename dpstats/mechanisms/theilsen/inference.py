@@ -1,0 +1,190 @@
+"""Standard errors and intervals of DP Theil-Sen: a rank-level parametric bootstrap, inside the budget.
+
+The estimates are the released predictions p25, p75 (medians of pair
+estimates, Alabi et al. 2022, Algorithms 2-5) and, by post-processing, the
+intercept 1.5 p25 - 0.5 p75 and slope 2 (p75 - p25). Each release is
+``m + E`` with m the median of the P pair estimates and E the mechanism's
+privacy error. Both parts are carried to the estimate's scale by g, the count
+density of the pair estimates at the median (estimates per unit of y on the
+unit scale):
+
+1. **Sampling error.** The count K(t) = #{pair estimates <= t} is a
+   U-statistic (complete for all pairs, incomplete for k random matchings).
+   By Hoeffding's (1948) decomposition Var K = sum_p Var(b_p) + sum over pairs
+   of pairs sharing a row of Cov = P/4 + sum_i D_i^2 - P/2, with D_i the
+   centred sum of row i's pair signs about the median
+   (dpstats/mechanisms/theilsen/row_counts.py; for k matchings the
+   covariance of pairs with no common row is 0, as for Blom's (1976)
+   incomplete U-statistics). The Bahadur representation of a U-quantile
+   (Choudhury & Serfling 1988) gives m - theta = -(K(theta) - P/2) / g + o_p,
+   so the sampling covariance of (p25, p75) is V / (g g') with V the 2 x 2
+   count covariance. Unlike Sen's (1968) interval, which uses the null
+   variance n (n - 1)(2n + 5)/18 of Kendall's statistic, this is valid for
+   heteroskedastic errors and for the predictions at x0 (whose pair signs are
+   not Kendall's). The moments ``sum D_a^2, sum D_b^2, sum D_a D_b`` (minus the
+   pair term ``sum_p d_a d_b`` where the pairs are listed; for all pairs it
+   is at most P/4 next to terms of order n^3 and is left out) are released
+   with Laplace noise: replacing a row moves its own D's (within
+   [-L/2, L/2]: at most 3 L^2/4 in all) and, by one, the D's of its at most L
+   partners (at most 2 (L - 1) + max(L - 1, L/2) each), plus L/2 for the pair
+   term: :func:`moments_sensitivity`.
+2. **Density.** g at each prediction comes from the spread release
+   (dpstats/mechanisms/theilsen/spread.py): a DP window [p - w, p + w]
+   holding tau + xi estimates, xi the exponential mechanism's rank error.
+3. **Privacy error.** Given g, the law of each median's error is known
+   (dpstats/mechanisms/theilsen/release_laws.py): Laplace for ``exp``, a
+   flat-top Laplace for ``wide``, (Z / g)(T / s) for ``smooth``.
+
+The bootstrap (post-processing; Ferrando, Wang & Sheldon 2022, at the level
+of the ranks) draws, all at once, B replicates of: g from its window
+(``(tau + xi*) / (2 w)``, xi* the rank error's law truncated to g > 0), V from
+the noisy moments (their Laplace law, the variances truncated at 0: a flat
+prior on the half-line, so a noisy moment below its floor still gives a
+proper law, never a negative variance), the count error ``u ~ N(0, V)`` and
+each median's privacy error; a replicate is ``p + u / g + E(g)``. The draws of
+g and V integrate the standard errors' own DP noise (a scale pivot, as the
+t interval integrates an estimated variance) instead of plugging noisy
+values in, which keeps coverage at small n eps where those values are
+noisy. Intervals are the basic bootstrap ones (dpstats/uncertainty.py),
+standard errors the replicates' spread.
+
+Budget: ``se_share`` of eps (default :data:`DEFAULT_SHARE`): half to the two
+windows, half to the moments (:func:`split`); the predictions share the rest.
+
+Measured by benchmarks/bench_coverage.py and tests/test_theilsen_inference.py.
+The approximations are local (the rank errors and the window small parts of
+the P estimates), which holds where intervals are informative; at tiny n
+they are rough.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import noise
+from ...uncertainty import MIN_REPLICATES, finite_replicates, infinite_cov
+
+DEFAULT_SHARE = 0.3
+"""The part of eps spent on standard errors unless the user sets ``se_share``."""
+WINDOW_SHARE = 0.5
+"""The part of the standard errors' budget spent on the two windows (the rest on the moments)."""
+REPLICATES = 1000
+"""Bootstrap replicates (public)."""
+
+ErrorLaw = Callable[[np.random.Generator, np.ndarray], np.ndarray]
+"""``law(rng, g)``: one draw of a median's privacy error per density in g (release_laws.py)."""
+
+
+@dataclass(frozen=True)
+class Split:
+    """Budget of each release: each prediction, each window, the moments."""
+
+    point: float
+    window: float
+    moments: float
+
+
+def split(eps: float, share: float) -> Split:
+    """The predictions share (1 - share) eps; the windows share half of share * eps, the moments the rest."""
+    se = eps * share
+    return Split(point=(eps - se) / 2.0, window=se * WINDOW_SHARE / 2.0, moments=se * (1.0 - WINDOW_SHARE))
+
+
+def moments_sensitivity(lipschitz: int, listed: bool) -> float:
+    """L1 sensitivity of the moments vector divided by L^2 (module docstring, item 1)."""
+    ell = float(lipschitz)
+    partner = 2.0 * (ell - 1.0) + max(ell - 1.0, ell / 2.0)
+    total = 0.75 * ell**2 + ell * partner + (ell / 2.0 if listed else 0.0)
+    return total / ell**2
+
+
+def moments(
+    signs_a: tuple[np.ndarray, np.ndarray | None], signs_b: tuple[np.ndarray, np.ndarray | None], lipschitz: int
+) -> np.ndarray:
+    """``(sum D_a^2, sum D_b^2, sum D_a D_b - sum_p d_a d_b) / L^2`` (the statistic the noise is added to)."""
+    (d_rows_a, d_pairs_a), (d_rows_b, d_pairs_b) = signs_a, signs_b
+    pair_term = float(d_pairs_a @ d_pairs_b) if d_pairs_a is not None and d_pairs_b is not None else 0.0
+    value = np.array([d_rows_a @ d_rows_a, d_rows_b @ d_rows_b, d_rows_a @ d_rows_b - pair_term])
+    return value / float(lipschitz) ** 2
+
+
+def truncated_laplace(rng: np.random.Generator, center: float, scale: float, lower: float, size: int) -> np.ndarray:
+    """Laplace(center, scale) conditioned on being above ``lower`` (inverse CDF; post-processing draws)."""
+    if scale <= 0.0:
+        return np.full(size, max(center, lower))
+    z = (lower - center) / scale
+    f_low = 0.5 * np.exp(z) if z < 0 else 1.0 - 0.5 * np.exp(-z)
+    u = f_low + (1.0 - f_low) * noise.uniform(rng, 0.0, 1.0, size)
+    with np.errstate(divide="ignore"):
+        draws = np.where(u < 0.5, center + scale * np.log(2.0 * u), center - scale * np.log(2.0 * (1.0 - u)))
+    return np.maximum(draws, lower)
+
+
+@dataclass(frozen=True)
+class Released:
+    """What the standard errors read, all of it released (public)."""
+
+    predictions: np.ndarray
+    windows: np.ndarray
+    tau: int
+    moments: np.ndarray
+    moments_scale: float
+    pairs: int
+    lipschitz: int
+    window_eps: float
+
+
+def replicates(rng: np.random.Generator, released: Released, laws: tuple[ErrorLaw, ErrorLaw]) -> np.ndarray:
+    """B x 2 bootstrap replicates of (p25, p75) on the unit scale (module docstring)."""
+    size = REPLICATES
+    r = released
+    ell2 = float(r.lipschitz) ** 2
+    rank_scale = 2.0 * r.lipschitz / r.window_eps
+    g = np.empty((size, 2))
+    for k in range(2):
+        xi = truncated_laplace(rng, 0.0, rank_scale, -r.tau, size)
+        g[:, k] = np.maximum(r.tau + xi, np.finfo(float).tiny) / (2.0 * max(r.windows[k], np.finfo(float).tiny))
+    floor = r.pairs / (4.0 * ell2)
+    v_aa = ell2 * truncated_laplace(rng, r.moments[0], r.moments_scale, floor, size) - r.pairs / 4.0
+    v_bb = ell2 * truncated_laplace(rng, r.moments[1], r.moments_scale, floor, size) - r.pairs / 4.0
+    limit = np.sqrt(v_aa * v_bb)
+    v_ab = np.clip(ell2 * (r.moments[2] + noise.laplace(rng, r.moments_scale, size)), -limit, limit)
+    z = noise.gaussian(rng, 1.0, (size, 2))
+    u_a = np.sqrt(v_aa) * z[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = np.where(v_aa > 0, v_ab / np.sqrt(v_aa), 0.0)
+    u_b = slope * z[:, 0] + np.sqrt(np.maximum(v_bb - slope**2, 0.0)) * z[:, 1]
+    errors = np.column_stack([u_a, u_b]) / g
+    for k in range(2):
+        errors[:, k] += laws[k](rng, g[:, k])
+    return r.predictions + errors
+
+
+Z_975 = 1.959963984540054
+
+
+def quantile_covariance(replicates: np.ndarray) -> np.ndarray:
+    """The replicates' covariance measured by quantiles: robust to the heavy tails of 1/g.
+
+    The density's law (a rank count divided by a window) has mass near 0, so
+    1/g, and the replicates, have heavy tails and an unstable sample variance.
+    Each standard error is the replicates' central 95% range over 2 x 1.96
+    (the normal sd when the law is normal; the half-width of the basic
+    interval over 1.96 in general), and the correlation is Spearman's,
+    converted by ``2 sin(pi rho_s / 6)`` (exact for a normal law).
+    """
+    good = finite_replicates(replicates)
+    p = replicates.shape[1]
+    if good.shape[0] < MIN_REPLICATES:
+        return infinite_cov(p)
+    low, high = np.quantile(good, [0.025, 0.975], axis=0)
+    sd = (high - low) / (2.0 * Z_975)
+    ranks = np.argsort(np.argsort(good, axis=0), axis=0).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho_s = np.nan_to_num(np.atleast_2d(np.corrcoef(ranks, rowvar=False)), nan=0.0)
+    corr = 2.0 * np.sin(np.pi * rho_s / 6.0)
+    np.fill_diagonal(corr, 1.0)
+    return corr * np.outer(sd, sd)
