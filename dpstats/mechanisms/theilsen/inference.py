@@ -69,8 +69,9 @@ from ...uncertainty import MIN_REPLICATES, finite_replicates, infinite_cov
 
 DEFAULT_SHARE = 0.3
 """The part of eps spent on standard errors unless the user sets ``se_share``."""
-WINDOW_SHARE = 0.5
+WINDOW_SHARE = 0.75
 """The part of the standard errors' budget spent on the two windows (the rest on the moments)."""
+
 REPLICATES = 1000
 """Bootstrap replicates (public)."""
 
@@ -88,7 +89,7 @@ class Split:
 
 
 def split(eps: float, share: float) -> Split:
-    """The predictions share (1 - share) eps; the windows share half of share * eps, the moments the rest."""
+    """The predictions share (1 - share) eps; the two windows WINDOW_SHARE of share * eps; the moments the rest."""
     se = eps * share
     return Split(point=(eps - se) / 2.0, window=se * WINDOW_SHARE / 2.0, moments=se * (1.0 - WINDOW_SHARE))
 
@@ -137,30 +138,42 @@ class Released:
     window_eps: float
 
 
-def replicates(rng: np.random.Generator, released: Released, laws: tuple[ErrorLaw, ErrorLaw]) -> np.ndarray:
-    """B x 2 bootstrap replicates of (p25, p75) on the unit scale (module docstring)."""
-    size = REPLICATES
+def densities(rng: np.random.Generator, released: Released, size: int) -> np.ndarray:
+    """``size`` x 2 draws of g from the windows: ``(tau + xi*) / (2 w)``, xi* the rank error's law given g > 0."""
     r = released
-    ell2 = float(r.lipschitz) ** 2
     rank_scale = 2.0 * r.lipschitz / r.window_eps
     g = np.empty((size, 2))
     for k in range(2):
         xi = truncated_laplace(rng, 0.0, rank_scale, -r.tau, size)
         g[:, k] = np.maximum(r.tau + xi, np.finfo(float).tiny) / (2.0 * max(r.windows[k], np.finfo(float).tiny))
+    return g
+
+
+def count_covariances(rng: np.random.Generator, released: Released, size: int) -> np.ndarray:
+    """``size`` draws of the 2 x 2 count covariance V from the noisy moments (module docstring)."""
+    r = released
+    ell2 = float(r.lipschitz) ** 2
     floor = r.pairs / (4.0 * ell2)
-    v_aa = ell2 * truncated_laplace(rng, r.moments[0], r.moments_scale, floor, size) - r.pairs / 4.0
-    v_bb = ell2 * truncated_laplace(rng, r.moments[1], r.moments_scale, floor, size) - r.pairs / 4.0
-    limit = np.sqrt(v_aa * v_bb)
-    v_ab = np.clip(ell2 * (r.moments[2] + noise.laplace(rng, r.moments_scale, size)), -limit, limit)
-    z = noise.gaussian(rng, 1.0, (size, 2))
-    u_a = np.sqrt(v_aa) * z[:, 0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slope = np.where(v_aa > 0, v_ab / np.sqrt(v_aa), 0.0)
-    u_b = slope * z[:, 0] + np.sqrt(np.maximum(v_bb - slope**2, 0.0)) * z[:, 1]
-    errors = np.column_stack([u_a, u_b]) / g
+    v = np.empty((size, 2, 2))
+    v[:, 0, 0] = ell2 * truncated_laplace(rng, r.moments[0], r.moments_scale, floor, size) - r.pairs / 4.0
+    v[:, 1, 1] = ell2 * truncated_laplace(rng, r.moments[1], r.moments_scale, floor, size) - r.pairs / 4.0
+    limit = np.sqrt(v[:, 0, 0] * v[:, 1, 1])
+    v[:, 0, 1] = v[:, 1, 0] = np.clip(ell2 * (r.moments[2] + noise.laplace(rng, r.moments_scale, size)), -limit, limit)
+    return v
+
+
+def replicates(rng: np.random.Generator, released: Released, laws: tuple[ErrorLaw, ErrorLaw]) -> np.ndarray:
+    """B x 2 bootstrap replicates of (p25, p75) on the unit scale (module docstring)."""
+    size = REPLICATES
+    g = densities(rng, released, size)
+    v = count_covariances(rng, released, size)
+    values, vectors = np.linalg.eigh(v)
+    root = vectors * np.sqrt(np.maximum(values, 0.0))[:, None, :]
+    u = np.einsum("bij,bj->bi", root, noise.gaussian(rng, 1.0, (size, 2)))
+    errors = u / g
     for k in range(2):
         errors[:, k] += laws[k](rng, g[:, k])
-    return r.predictions + errors
+    return released.predictions + errors
 
 
 Z_975 = 1.959963984540054

@@ -172,9 +172,9 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
     u, v = scale.transform(design)
     x = u[:, 0]
     share = privacy.share(inference.DEFAULT_SHARE)
-    budget = inference.split(privacy.eps, share)
     everything = k == matchings.rounds_max(n)
     listed = not everything or n_pairs(n) <= EXPLICIT_PAIRS_MAX
+    budget = inference.split(privacy.eps, share)
     pairs = (all_pairs(n) if everything else matchings.sample_matchings(rng, n, k)) if listed else None
     sources = {
         name: ListedPairs(x, v, pairs, x0) if pairs is not None else CountedPairs(x, v, x0) for name, x0 in POINTS
