@@ -171,9 +171,10 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
     scale = CenteredUnitScale.from_design(design)
     u, v = scale.transform(design)
     x = u[:, 0]
-    share = privacy.share(inference.DEFAULT_SHARE)
     everything = k == matchings.rounds_max(n)
     listed = not everything or n_pairs(n) <= EXPLICIT_PAIRS_MAX
+    total = n_pairs(n) if everything else k * (n // 2)
+    share = privacy.share(inference.default_share(lipschitz, total, privacy.eps))
     budget = inference.split(privacy.eps, share)
     pairs = (all_pairs(n) if everything else matchings.sample_matchings(rng, n, k)) if listed else None
     sources = {
