@@ -15,8 +15,10 @@ matchings for even n, n for odd n) is every pair. Odd n gets a phantom vertex
 L = min(k, n - 1) estimates: the Lipschitz constant of the pairing, by which
 the medians' budget is divided (Lemma 5).
 
-Budget. p25 and p75 share ``eps``: eps/2 each (the authors' code spent eps on
-each, so the pair cost 2 eps), reported in ``res.privacy.split``.
+Budget. p25 and p75 share ``(1 - se_share) eps`` equally (the authors' code
+spent eps on each, so the pair cost 2 eps); the standard errors spend the
+rest. All of it is reported in ``res.privacy.split``; ``se_share=0`` is the
+paper's mechanism draw for draw, at eps/2 per prediction.
 
 Medians (option ``median``; :mod:`.dp_median`, :mod:`.smooth_sensitivity`):
 
@@ -52,7 +54,11 @@ Conventions (decided here, documented in the user guide):
 * theta (default 0.01), df (default 3) and beta (default 1/2) are on the
   unit scale / dimensionless, as in Table 1.
 
-No valid DP standard error exists for these estimates yet: SEs are NaN.
+Standard errors (:mod:`.inference`): a DP window of the pair estimates
+around each prediction gives their density, DP moments of the rows' pair
+signs the U-statistic variance of the counts, and a rank-level parametric
+bootstrap adds each median's own noise law; intervals are basic bootstrap
+intervals. ``se_share`` defaults to :func:`.inference.default_share`.
 """
 
 from __future__ import annotations
