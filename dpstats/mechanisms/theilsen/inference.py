@@ -150,8 +150,11 @@ def moments(
 ) -> np.ndarray:
     """``(sum D_a^2, sum D_b^2, sum D_a D_b - sum_p d_a d_b) / L^2`` (the statistic the noise is added to)."""
     (d_rows_a, d_pairs_a), (d_rows_b, d_pairs_b) = signs_a, signs_b
-    pair_term = float(d_pairs_a @ d_pairs_b) if d_pairs_a is not None and d_pairs_b is not None else 0.0
-    value = np.array([d_rows_a @ d_rows_a, d_rows_b @ d_rows_b, d_rows_a @ d_rows_b - pair_term])
+    # elementwise sums, not BLAS dot products: no thread start-up on a busy machine
+    pair_term = float(np.sum(d_pairs_a * d_pairs_b)) if d_pairs_a is not None and d_pairs_b is not None else 0.0
+    value = np.array(
+        [np.sum(d_rows_a * d_rows_a), np.sum(d_rows_b * d_rows_b), np.sum(d_rows_a * d_rows_b) - pair_term]
+    )
     return value / float(lipschitz) ** 2
 
 
