@@ -19,6 +19,7 @@ _LAZY = {
     "DPQuantileFits": "dpstats.quantile_fits",
     "noisy_histogram": "dpstats.histogram",
     "inspect": "dpstats.curator",
+    "compare_methods": "dpstats.planning.comparison",
     "DPRegressionResults": "dpstats.results",
     "FTest": "dpstats.results",
     "Summary": "dpstats.render",

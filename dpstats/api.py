@@ -7,9 +7,11 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from .formula import build_design
-from .mechanisms import PrivacyRequest, choose_auto, get_mechanism
+from .mechanisms import PrivacyRequest, get_mechanism
 from .metadata import check_bounds
 from .noise import RandomState, make_rng
+from .planning.facts import PublicFacts
+from .planning.selection import choose
 from .privacy import PrivacySpent, check_budget, check_delta, check_eps, check_share
 from .quantile_fits import DPQuantileFits
 from .quantiles import check_quantiles
@@ -154,12 +156,14 @@ def _fit(
     q: float | None = None,
 ) -> DPRegressionResults:
     """One fit. Every check of a public input comes before the data are read;
-    ``method="auto"`` chooses from the design's shape, which the formula and
-    the declarations alone decide."""
+    ``method="auto"`` chooses from n, the budget and the design's shape, which
+    the formula and the declarations alone decide (dpstats/planning/)."""
     reason = None
     if method == "auto":
         if options:
             raise ValueError(f"options {sorted(options)} need an explicit method=...")
+        if privacy.rho is not None:
+            raise ValueError("method='auto' takes eps (and delta); rho is for method='gradient', variant='zcdp'")
         need_bounds = True
     else:
         spec = get_mechanism(method, estimator)
@@ -169,9 +173,10 @@ def _fit(
     rng = make_rng(random_state)
     design, formula_spec = build_design(formula, data, bounds, levels, need_bounds=need_bounds, missing=missing)
     if method == "auto":
-        method, reason = choose_auto(estimator, design.n_columns)
+        choice = choose(PublicFacts.of(design, privacy.eps, privacy.delta, estimator))
+        method, reason = choice.method, choice.reason
         spec = get_mechanism(method, estimator)
-        hyper = spec.check_options({})
+        hyper = spec.check_options(choice.options)
         spec.check_privacy(privacy, hyper)
     spec.check_design(design)
     quantile = {} if q is None else {"q": q}  # quantile regression: the mechanism's fit gets q

@@ -150,13 +150,17 @@ def _md_cell(text: str) -> str:
     return text.replace("|", r"\|")
 
 
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A GitHub-flavoured Markdown table: the first column left-aligned, the others right-aligned."""
+    out = ["| " + " | ".join(_md_cell(h) for h in header) + " |"]
+    out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
+    return out + ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+
+
 def render_markdown(summary: Summary) -> str:
     """GitHub-flavoured Markdown."""
     header, rows = _coef_rows(summary)
-    out = [f"**{summary.title}**", ""]
-    out.append("| " + " | ".join(_md_cell(h) for h in header) + " |")
-    out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
-    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    out = [f"**{summary.title}**", "", *markdown_table(header, rows)]
     for name, block in _key_values(summary):
         out += ["", f"*{name}*", "", "| | |", "|---|---|"]
         out += [f"| {_md_cell(k)} | {_md_cell(v)} |" for k, v in block]

@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "api": 4,
     "histogram": 4,
     "curator": 4,
+    "planning": 4,
     # 5: programs and harnesses on top
     "demo": 5,
     "coverage": 5,

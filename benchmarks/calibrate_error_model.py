@@ -1,0 +1,159 @@
+"""Calibrate the error model of ``method="auto"``: simulate every candidate mechanism on public reference designs.
+
+Writes dpstats/planning/error_table.json, the table dpstats/planning/ interpolates
+to predict, from public facts only, each mechanism's error and failure rate.
+
+Reference designs (on the unit scale, which is the user's scale when the declared
+bounds are [0, 1]): the synthetic experiment of Alabi et al. (2022, section 3.1.5),
+extended to d regressors. Every regressor is uniform with mean 0.5 and variance
+var_x, the response ``y = 0.2 + (0.5 / d) sum_j x_j + N(0, sd_e^2)``, clipped to
+[0, 1]. The four scenarios var_x in {0.01, 0.05} x sd_e in {0.01, 0.1} are the
+paper's: how the data fill the declared bounds and how noisy they are is not
+public, so the model predicts every scenario and auto weighs them alike.
+
+Grid: n in {30, 100, 300, 1000, 3000, 10000}, eps in {0.1, 0.3, 1, 3, 10, 100,
+1e4, 1e9} (the large ones give the floors: a robust estimator's distance from
+least squares does not vanish with the noise, so extrapolating in eps would be
+wrong),
+d in {1, 3, 10} regressors (the mechanisms for one regressor only at d = 1).
+A mechanism that refuses the design from its public shape (a histogram with too
+many cells, say) is recorded as refused. Per cell and scenario, ``--datasets``
+data sets with one fit each, through the
+mechanism's own fit function with its defaults (the default ``se_share``
+included, as auto runs it), against the non-private fit on the same data
+(OLS, or statsmodels' QuantReg at q = 0.5). Recorded: the 68th percentile of the
+mean absolute deviation of the slopes from the non-private ones (``dev``), the
+same in units of the non-private standard errors (``rel``: the paper's
+C(68)/sigma), the failure rate and the time per fit.
+
+    python benchmarks/calibrate_error_model.py [--datasets 24] [--jobs 2] [--quick]
+
+``--quick`` runs a small grid (for checking the script, not for the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import statsmodels.api as sm
+
+from dpstats.design import Design
+from dpstats.mechanisms import REGISTRY, PrivacyRequest
+from dpstats.planning.candidates import CANDIDATES, Candidate
+
+SEED = 20261125
+NS = (30, 100, 300, 1000, 3000, 10000)
+EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0, 100.0, 1e4, 1e9)
+DIMENSIONS = (1, 3, 10)
+SCENARIOS = ((0.05, 0.1), (0.01, 0.1), (0.05, 0.01), (0.01, 0.01))
+TABLE = Path(__file__).resolve().parents[1] / "dpstats" / "planning" / "error_table.json"
+
+
+def reference_design(n: int, d: int, var_x: float, sd_e: float, rng: np.random.Generator) -> Design:
+    """One reference data set (module docstring) as a Design with bounds [0, 1] for every column."""
+    half = math.sqrt(3.0 * var_x)
+    x = np.clip(rng.uniform(0.5 - half, 0.5 + half, (n, d)), 0.0, 1.0)
+    y = np.clip(0.2 + x.sum(axis=1) * (0.5 / d) + rng.normal(0.0, sd_e, n), 0.0, 1.0)
+    return Design(
+        y=y,
+        X=np.column_stack([np.ones(n), x]),
+        y_name="y",
+        term_names=("Intercept", *(f"x{j}" for j in range(1, d + 1))),
+        y_bounds=(0.0, 1.0),
+        x_bounds=np.array([[1.0, 1.0]] + [[0.0, 1.0]] * d),
+        intercept_index=0,
+    )
+
+
+def non_private(design: Design, estimator: str) -> tuple[np.ndarray, np.ndarray]:
+    """The non-private slopes and their standard errors (OLS, or QuantReg at the median)."""
+    model = sm.OLS(design.y, design.X) if estimator == "ols" else sm.QuantReg(design.y, design.X)
+    fit = model.fit() if estimator == "ols" else model.fit(q=0.5, max_iter=5000)
+    return np.asarray(fit.params)[1:], np.asarray(fit.bse)[1:]
+
+
+def run_cell(args: tuple[Candidate, int, float, int, int, int]) -> dict:
+    """One (candidate, n, eps, d) cell over the four scenarios."""
+    candidate, n, eps, d, datasets, index = args
+    spec = REGISTRY[candidate.method]
+    options = spec.check_options(dict(candidate.options))
+    rng = np.random.default_rng(np.random.SeedSequence([SEED, index]))
+    privacy = PrivacyRequest(eps=eps, delta=candidate.delta)
+    quantile = {"q": 0.5} if candidate.estimator == "quantreg" else {}
+    out = {"candidate": candidate.label, "n": n, "eps": eps, "d": d, "refused": False, "scenarios": []}
+    try:
+        spec.check_design(reference_design(n, d, 0.05, 0.1, rng))
+        spec.fit(reference_design(n, d, 0.05, 0.1, rng), privacy, rng, **options, **quantile)
+    except ValueError:  # refused from the design's public shape: the same for every data set
+        return {**out, "refused": True}
+    for var_x, sd_e in SCENARIOS:
+        devs, rels, failures, seconds = [], [], 0, 0.0
+        for _ in range(datasets):
+            design = reference_design(n, d, var_x, sd_e, rng)
+            slopes, se = non_private(design, candidate.estimator)
+            start = time.perf_counter()
+            release = spec.fit(design, privacy, rng, **options, **quantile)
+            seconds += time.perf_counter() - start
+            if release.failed:
+                failures += 1
+                continue
+            gap = np.abs(np.asarray(release.params)[1:] - slopes)
+            devs.append(float(gap.mean()))
+            rels.append(float((gap / se).mean()))
+        out["scenarios"].append(
+            {
+                "var_x": var_x,
+                "sd_e": sd_e,
+                "dev": float(np.quantile(devs, 0.68)) if devs else math.inf,
+                "rel": float(np.quantile(rels, 0.68)) if rels else math.inf,
+                "failure": failures / datasets,
+                "seconds": seconds / datasets,
+            }
+        )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", type=int, default=24)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    ns, epsilons, dims = ((100, 1000), (1.0,), (1, 3)) if args.quick else (NS, EPSILONS, DIMENSIONS)
+    tasks = []
+    for candidate in CANDIDATES:
+        for d in dims:
+            if candidate.max_slopes is not None and d > candidate.max_slopes:
+                continue
+            for n in ns:
+                if n < candidate.min_rows(d):
+                    continue
+                for eps in epsilons:
+                    tasks.append((candidate, n, eps, d, args.datasets, len(tasks)))
+    start = time.perf_counter()
+    cells = []
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for cell in pool.map(run_cell, tasks):
+            cells.append(cell)
+            label = f"{cell['candidate']:<18} n={cell['n']:<6} eps={cell['eps']:<5g} d={cell['d']:<3}"
+            if cell["refused"]:
+                print(f"{label} refused (public shape)", flush=True)
+                continue
+            worst = max(s["failure"] for s in cell["scenarios"])
+            devs = " ".join(f"{s['dev']:.3g}" for s in cell["scenarios"])
+            print(f"{label} dev {devs}  fail<={worst:.2f}", flush=True)
+    if args.quick:
+        print(f"quick run: {len(cells)} cells in {time.perf_counter() - start:.0f} s (table not written)")
+        return
+    TABLE.write_text(json.dumps({"seed": SEED, "datasets": args.datasets, "cells": cells}, indent=1) + "\n")
+    print(f"{len(cells)} cells in {time.perf_counter() - start:.0f} s -> {TABLE}")
+
+
+if __name__ == "__main__":
+    main()

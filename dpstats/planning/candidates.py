@@ -1,0 +1,76 @@
+"""The mechanisms ``method="auto"`` chooses among, when each applies, and the dimension its error grows with.
+
+Only mechanisms whose guarantee is proven for the sampler as implemented are
+candidates (docs/DESIGN.md section 2): KNG samples by MCMC with two or more
+design columns, so it is a candidate only for an intercept alone (a private
+quantile or mean, sampled exactly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from .facts import PublicFacts
+
+TUKEY_DELTA = 1e-6
+"""The delta the error model of the Tukey mechanism is calibrated at."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration auto may choose: a registered mechanism with options, for one estimator."""
+
+    label: str
+    method: str
+    estimator: str
+    dimension: Callable[[PublicFacts], float]
+    options: Mapping[str, object] = field(default_factory=dict)
+    max_slopes: int | None = None
+    delta: float = 0.0
+
+    def min_rows(self, d: int) -> int:
+        """The smallest n the calibration simulates at dimension d."""
+        return 30 if self.method != "tukey" else max(30, 20 * (d + 1))
+
+    def refusal(self, facts: PublicFacts) -> str | None:
+        """Why the candidate does not apply to ``facts`` (None when it does)."""
+        if facts.estimator != self.estimator:
+            return f"fits {self.estimator}"
+        if self.max_slopes is not None and facts.slopes > self.max_slopes:
+            return f"fits at most {self.max_slopes} regressor(s)"
+        if not facts.intercept and self.method in ("theilsen", "gradient"):
+            return "needs an intercept"
+        if self.delta > 0 and facts.delta == 0:
+            return "needs delta > 0 (approximate DP)"
+        if facts.slopes == 0:
+            return "needs a regressor"
+        return None
+
+
+def _slopes(facts: PublicFacts) -> float:
+    return float(facts.slopes)
+
+
+def _noisystats(facts: PublicFacts) -> float:
+    """With categorical blocks the structured release's noise grows with the terms, not the levels."""
+    return float(facts.continuous + len(facts.block_sizes)) if facts.structured else float(facts.slopes)
+
+
+def _variables(facts: PublicFacts) -> float:
+    return float(max(facts.variables, 1))
+
+
+def _one(facts: PublicFacts) -> float:
+    return 1.0
+
+
+CANDIDATES: tuple[Candidate, ...] = (
+    Candidate("noisystats", "noisystats", "ols", _noisystats),
+    Candidate("theilsen", "theilsen", "ols", _one, max_slopes=1),
+    Candidate("gradient", "gradient", "ols", _one, max_slopes=1),
+    Candidate("histogram", "histogram", "ols", _variables),
+    Candidate("tukey", "tukey", "ols", _slopes, delta=TUKEY_DELTA),
+    Candidate("histogram (median)", "histogram", "quantreg", _variables),
+)
+"""The calibrated candidates, in order of preference on ties."""

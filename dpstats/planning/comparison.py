@@ -1,0 +1,169 @@
+"""``compare_methods``: the plan before spending -- predicted errors, failure rates and the budget each needs.
+
+Everything here reads public facts only (the formula, n, eps, delta, the
+declared bounds and levels): it spends no budget and may be run as often as
+wanted, before the data are touched. It is a DP power calculation: for each
+mechanism auto may choose, the predicted error (dpstats/planning/error_model.py),
+and the eps (at this n) and the n (at this eps) at which the predicted error
+of the first regressor's coefficient falls to ``target`` in the user's units,
+or, without a target, to the sampling error's order (the privacy error at most
+``USABLE_REL`` times the non-private standard error in a typical scenario).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..formula import build_design
+from ..formula_grammar import CONTRASTS, MARKERS, NUMPY_MODULES, ROWWISE_FUNCTIONS
+from ..metadata import check_bounds, check_levels
+from ..privacy import check_delta, check_eps
+from ..render import markdown_table
+from .candidates import CANDIDATES
+from .error_model import predict
+from .facts import PublicFacts
+from .selection import choose
+
+USABLE_REL = 2.0
+"""A plan is usable when the chosen mechanism's privacy error is at most this many standard errors."""
+EPS_GRID = np.logspace(-2, 3, 101)
+N_GRID = np.unique(np.logspace(1.5, 7, 111).astype(int))
+
+
+@dataclass(frozen=True)
+class MethodComparison:
+    """Predicted errors of every candidate mechanism for one planned call (public: printable)."""
+
+    facts: PublicFacts
+    table: pd.DataFrame
+    chosen: str | None
+    usable: bool
+    message: str
+
+    def shown(self) -> pd.DataFrame:
+        """The table with its numbers rounded for reading (failure in percent, three significant digits)."""
+        out = self.table.copy()
+        for column in ("error", "error / SE", "eps needed", "n needed"):
+            if column in out:
+                out[column] = [f"{v:.3g}" if np.isfinite(v) else "-" for v in out[column]]
+        if "failure" in out:
+            out["failure"] = [f"{v:.0%}" if np.isfinite(v) else "-" for v in out["failure"]]
+        return out.fillna("-")
+
+    def __str__(self) -> str:
+        head = f"Plan for n = {self.facts.n}, eps = {self.facts.eps:g}" + (
+            f", delta = {self.facts.delta:g}" if self.facts.delta else ""
+        )
+        return "\n".join([head, self.shown().to_string(index=False), self.message])
+
+    def as_markdown(self) -> str:
+        """The table as GitHub-flavoured Markdown, with the message below."""
+        shown = self.shown().astype(str)
+        return "\n".join([*markdown_table(list(shown.columns), shown.values.tolist()), "", self.message])
+
+    def _repr_html_(self) -> str:
+        return self.shown().to_html(index=False) + f"<p>{self.message}</p>"
+
+
+def _prototype(formula: str, bounds: Mapping, levels: Mapping) -> pd.DataFrame:
+    """Two public rows: every name of the formula at its bounds (1 where none), categorical ones at their levels."""
+    reserved = set(ROWWISE_FUNCTIONS) | MARKERS | set(CONTRASTS) | set(NUMPY_MODULES)
+    names = {name for name in re.findall(r"(?<![.\w])[A-Za-z_]\w*", formula) if name not in reserved}
+    columns = {}
+    for name in names:
+        if name in levels:
+            declared = list(levels[name])
+            columns[name] = [declared[0], declared[-1]]
+        elif name in bounds:
+            columns[name] = [float(bounds[name][0]), float(bounds[name][1])]
+        else:
+            columns[name] = [1.0, 1.0]
+    return pd.DataFrame(columns)
+
+
+def _needed(values: np.ndarray, predicted: np.ndarray, goal: float) -> float:
+    """The smallest grid value whose prediction meets ``goal`` (NaN if none does)."""
+    meets = np.nonzero(predicted <= goal)[0]
+    return float(values[meets[0]]) if meets.size else float("nan")
+
+
+def compare_methods(
+    formula: str,
+    n: int,
+    eps: float,
+    bounds: Mapping[str, Sequence[float]] | None = None,
+    levels: Mapping[str, Sequence] | None = None,
+    *,
+    estimator: str = "ols",
+    delta: float = 0.0,
+    target: float | None = None,
+) -> MethodComparison:
+    """Predicted errors of every mechanism auto may choose, before any budget is spent (module docstring).
+
+    ``target`` is the largest acceptable error of the first regressor's
+    coefficient, in the user's units. The table's columns: the mechanism, why
+    it does not apply (if so), its predicted failure rate, its predicted error
+    of that coefficient (a typical scenario, user's units), the same in
+    standard errors of the non-private fit, and the eps and n it needs.
+    """
+    if estimator not in ("ols", "quantreg"):
+        raise ValueError("estimator must be 'ols' or 'quantreg'")
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
+        raise ValueError("n must be an integer >= 2")
+    eps, delta = check_eps(eps), check_delta(delta)
+    bounds, levels = check_bounds(bounds), check_levels(levels)
+    design, _ = build_design(formula, _prototype(formula, bounds, levels), bounds, levels)
+    facts = dataclasses.replace(PublicFacts.of(design, eps, delta, estimator), n=int(n))
+    unit = facts.unit[0] if facts.unit else float("nan")
+    rows = []
+    for candidate in CANDIDATES:
+        if candidate.estimator != estimator:
+            continue
+        refusal = candidate.refusal(facts)
+        prediction = None if refusal else predict(candidate, facts)
+        if prediction is not None and prediction.refused:
+            refusal = "refuses this design's shape"
+        row = {"method": candidate.label, "applies": refusal or "yes"}
+        if refusal is None:
+            goal_dev = None if target is None else target / unit
+            by_eps = [predict(candidate, dataclasses.replace(facts, eps=float(e))) for e in EPS_GRID]
+            by_n = [predict(candidate, dataclasses.replace(facts, n=int(m))) for m in N_GRID]
+            measure = (lambda p: p.typical_rel) if goal_dev is None else (lambda p: p.typical_dev)
+            goal = USABLE_REL if goal_dev is None else goal_dev
+            row |= {
+                "failure": prediction.failure,
+                "error": prediction.typical_dev * unit,
+                "error / SE": prediction.typical_rel,
+                "eps needed": _needed(EPS_GRID, np.array([measure(p) for p in by_eps]), goal),
+                "n needed": _needed(N_GRID.astype(float), np.array([measure(p) for p in by_n]), goal),
+            }
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    try:
+        choice = choose(facts)
+    except ValueError:
+        return MethodComparison(facts, table, None, False, "No mechanism applies to this design.")
+    labels = [c.label for c in CANDIDATES if c.method == choice.method and c.estimator == estimator]
+    chosen = labels[0] if labels else choice.method
+    table["auto"] = np.where(table["method"] == chosen, "<- auto", "")
+    if chosen not in set(table["method"]):
+        return MethodComparison(facts, table, chosen, True, f"auto would choose {chosen} ({choice.reason}).")
+    best = table.loc[table["method"] == chosen].iloc[0]
+    goal = "the target" if target is not None else f"{USABLE_REL:g} standard errors of the non-private fit"
+    usable = best["error"] <= target if target is not None else best["error / SE"] <= USABLE_REL
+    if usable:
+        message = f"auto would choose {chosen}; its predicted error is within {goal}."
+    else:
+        eps_text = f"eps >= {best['eps needed']:.3g}" if np.isfinite(best["eps needed"]) else f"eps > {EPS_GRID[-1]:g}"
+        n_text = f"n >= {best['n needed']:.3g}" if np.isfinite(best["n needed"]) else f"n > {N_GRID[-1]:.3g}"
+        message = (
+            f"No mechanism can give a usable answer: auto's choice ({chosen}) is predicted to err by more than "
+            f"{goal}. It would need {eps_text} at this n, or {n_text} at this eps."
+        )
+    return MethodComparison(facts, table, chosen, bool(usable), message)

@@ -1,0 +1,67 @@
+"""The public facts of a call: everything the error model may read, and nothing the data decide."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..design import Design
+
+
+@dataclass(frozen=True)
+class PublicFacts:
+    """n, the budget and the design's shape (from the formula and the declared metadata).
+
+    ``slopes`` counts the design's columns other than the intercept,
+    ``block_sizes`` the one-hot blocks' numbers of columns (categorical terms,
+    dpstats/formula.py), ``continuous`` the slopes outside them, ``variables``
+    the formula's regressor variables (what a histogram bins). ``unit`` holds,
+    per slope, the factor from the unit scale to the user's units (the width
+    of the response's bounds over that column's), NaN where a bound is missing.
+    """
+
+    n: int
+    eps: float
+    delta: float
+    estimator: str
+    intercept: bool
+    slopes: int
+    block_sizes: tuple[int, ...]
+    variables: int
+    unit: tuple[float, ...]
+    term_names: tuple[str, ...]
+
+    @property
+    def continuous(self) -> int:
+        """Slope columns outside the one-hot blocks."""
+        return self.slopes - sum(self.block_sizes)
+
+    @property
+    def structured(self) -> bool:
+        """NoisyStats releases the uncentred statistics without structural zeros (a block of two or more dummies)."""
+        return self.intercept and any(size > 1 for size in self.block_sizes)
+
+    @classmethod
+    def of(cls, design: Design, eps: float, delta: float, estimator: str) -> PublicFacts:
+        """The facts of a design built by the formula front end (its shape and bounds are public)."""
+        slopes = design.slope_indices
+        unit = np.full(slopes.size, np.nan)
+        if design.x_bounds is not None and design.y_bounds is not None:
+            widths = design.x_bounds[slopes, 1] - design.x_bounds[slopes, 0]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                unit = (design.y_bounds[1] - design.y_bounds[0]) / widths
+        variables = design.variables
+        count = slopes.size if variables is None else len(set(variables.frame.columns) - set(variables.response))
+        return cls(
+            n=design.n,
+            eps=float(eps),
+            delta=float(delta),
+            estimator=estimator,
+            intercept=design.intercept_index is not None,
+            slopes=int(slopes.size),
+            block_sizes=tuple(len(b) for b in design.one_hot_blocks),
+            variables=int(count),
+            unit=tuple(float(u) for u in unit),
+            term_names=tuple(design.term_names[j] for j in slopes),
+        )

@@ -1,0 +1,79 @@
+"""The rule of ``method="auto"``: the smallest predicted error among applicable, proven mechanisms.
+
+1. The candidates (dpstats/planning/candidates.py) that apply to the call's
+   public facts: the estimator, the number of regressors, an intercept, delta.
+2. Their predictions (dpstats/planning/error_model.py). If some candidate's
+   predicted failure rate is at most ``MAX_FAILURE``, only those stay: a
+   failure spends the budget and returns nothing.
+3. The score of a candidate is the geometric mean over the reference
+   scenarios of its predicted deviation over the best one in that scenario
+   (its average log-regret): how the data fill the bounds is not public, so
+   the choice must do well in every scenario, not in one.
+4. The smallest score wins; ties go to the candidates' order.
+
+Quantile regression with one design column (an intercept alone) keeps KNG,
+which samples that density exactly (Reimherr & Awan 2019, section 4.5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .candidates import CANDIDATES
+from .error_model import Prediction, predict
+from .facts import PublicFacts
+
+MAX_FAILURE = 0.01
+"""A candidate predicted to fail more often than this is chosen only if every candidate is."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What auto chose, why, and the predictions it compared (public, printable)."""
+
+    method: str
+    options: dict
+    reason: str
+    predictions: tuple[Prediction, ...]
+    refusals: tuple[tuple[str, str], ...]
+
+
+def scores(predictions: list[Prediction]) -> np.ndarray:
+    """Each prediction's geometric-mean regret over the scenarios (1 = best in every scenario)."""
+    dev = np.array([p.dev for p in predictions])
+    best = dev.min(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(np.isfinite(best), dev / best, 1.0)  # a scenario where every candidate fails ranks none
+        return np.exp(np.mean(np.log(ratio), axis=1))
+
+
+def choose(facts: PublicFacts) -> Choice:
+    """The mechanism for ``facts`` (module docstring)."""
+    if facts.estimator == "quantreg" and facts.slopes == 0 and facts.intercept:
+        reason = "one design column: KNG samples its density exactly (Reimherr & Awan 2019, section 4.5)"
+        return Choice("kng", {}, reason, (), ())
+    applicable, refusals = [], []
+    for candidate in CANDIDATES:
+        refusal = candidate.refusal(facts)
+        if refusal is None:
+            prediction = predict(candidate, facts)
+            if prediction.refused:
+                refusals.append((candidate.label, "refuses this design's shape"))
+            else:
+                applicable.append((candidate, prediction))
+        elif candidate.estimator == facts.estimator:
+            refusals.append((candidate.label, refusal))
+    if not applicable:
+        raise ValueError(f"no mechanism fits this design: {dict(refusals)}")
+    reliable = [(c, p) for c, p in applicable if p.failure <= MAX_FAILURE] or applicable
+    score = scores([p for _, p in reliable])
+    winner, prediction = reliable[int(np.argmin(score))]
+    others = ", ".join(f"{c.label} {s:.2g}" for (c, _), s in zip(reliable, score, strict=True) if c is not winner)
+    reason = (
+        f"smallest predicted error from public facts (n, eps, the design's shape): deviation from the "
+        f"non-private fit {prediction.typical_rel:.2g} of its standard error in a typical scenario, "
+        f"failure {prediction.failure:.0%}; relative to it" + (f": {others}" if others else ": no other candidate")
+    )
+    return Choice(winner.method, dict(winner.options), reason, tuple(p for _, p in applicable), tuple(refusals))

@@ -1,0 +1,151 @@
+"""method="auto" and compare_methods (dpstats/planning/): public facts in, a calibrated choice out.
+
+What is tested: the facts come from the formula and the declarations only;
+which candidates apply; predictions reproduce the calibrated table at its grid
+points and fall with eps; auto never takes an unproven mechanism or one
+predicted to fail when another is not, and what it runs is what the rule
+chose; compare_methods needs no data, marks auto's choice, answers a target,
+and says when no mechanism gives a usable answer (the wage regression of the
+issue: 8 coefficients, n = 534, eps = 1). All deterministic except the Engel
+check (30 seeded fits; auto's choice there never fails: its failure rate is 0
+in the calibration, so a failure would be a change in behaviour).
+"""
+
+import dataclasses
+import itertools
+import json
+import math
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpstats
+from dpstats.formula import build_design
+from dpstats.planning.candidates import CANDIDATES
+from dpstats.planning.error_model import predict
+from dpstats.planning.facts import PublicFacts
+from dpstats.planning.selection import MAX_FAILURE, choose
+
+ENGEL_BOUNDS = {"income": (0, 5000), "foodexp": (0, 2500)}
+WAGE = "np.log(wage) ~ education + experience + I(experience**2) + C(gender) + C(union) + C(married) + C(sector)"
+WAGE_BOUNDS = {"wage": (1, 45), "education": (2, 18), "experience": (0, 55)}
+WAGE_LEVELS = {
+    "gender": ["male", "female"],
+    "union": ["no", "yes"],
+    "married": ["no", "yes"],
+    "sector": ["manufacturing", "construction", "other"],
+}
+
+
+def _facts(formula: str, n: int, eps: float, bounds, levels=None, delta=0.0, estimator="ols") -> PublicFacts:
+    frame = pd.DataFrame({"x": [0.0, 1.0], "z": [0.0, 1.0], "g": ["a", "b"], "y": [0.0, 1.0]})
+    design, _ = build_design(formula, frame, bounds, levels)
+    return dataclasses.replace(PublicFacts.of(design, eps, delta, estimator), n=n)
+
+
+def _candidate(label: str):
+    return next(c for c in CANDIDATES if c.label == label)
+
+
+def test_facts_describe_the_design_shape() -> None:
+    facts = _facts("y ~ x + z + C(g)", 500, 1.0, {"x": (0, 2), "z": (0, 1), "y": (0, 4)}, {"g": ["a", "b", "c"]})
+    assert (facts.slopes, facts.block_sizes, facts.continuous, facts.variables) == (4, (2,), 2, 3)
+    assert facts.structured and facts.intercept
+    assert facts.term_names == ("C(g)[T.b]", "C(g)[T.c]", "x", "z")
+    np.testing.assert_allclose(facts.unit, [4.0, 4.0, 2.0, 4.0])  # width of y over width of each column
+
+
+def test_which_candidates_apply() -> None:
+    two = _facts("y ~ x + z", 500, 1.0, {"x": (0, 1), "z": (0, 1), "y": (0, 1)})
+    assert _candidate("theilsen").refusal(two) == "fits at most 1 regressor(s)"
+    assert _candidate("noisystats").refusal(two) is None
+    assert "delta" in _candidate("tukey").refusal(two)
+    assert _candidate("tukey").refusal(dataclasses.replace(two, delta=1e-6)) is None
+    assert _candidate("histogram (median)").refusal(two) == "fits quantreg"
+
+
+def test_predictions_reproduce_the_table_at_its_grid_points() -> None:
+    raw = json.loads(resources.files("dpstats.planning").joinpath("error_table.json").read_text())
+    cells = [c for c in raw["cells"] if c["candidate"] == "noisystats" and c["d"] == 1 and not c["refused"]]
+    assert cells
+    for cell in cells[:: max(1, len(cells) // 8)]:
+        facts = _facts("y ~ x", cell["n"], cell["eps"], {"x": (0, 1), "y": (0, 1)})
+        prediction = predict(_candidate("noisystats"), facts)
+        expected = [min(max(s["dev"], 1e-12), 1e6) for s in cell["scenarios"]]
+        np.testing.assert_allclose(prediction.dev, expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize("n", [100, 1000, 10000])
+def test_predicted_error_falls_with_eps(n: int) -> None:
+    """Non-increasing up to 25% between neighbouring eps (the Monte Carlo noise of a 68th percentile of 24
+    data sets where a robust estimator's error has reached its floor), and much smaller at 1e4 than at 0.1."""
+    for label in ("noisystats", "theilsen", "histogram"):
+        devs = [
+            predict(_candidate(label), _facts("y ~ x", n, eps, {"x": (0, 1), "y": (0, 1)})).typical_dev
+            for eps in (0.1, 1.0, 10.0, 1e4)
+        ]
+        assert all(b <= 1.25 * a for a, b in itertools.pairwise(devs)), (label, devs)
+        assert devs[-1] < 0.5 * devs[0], (label, devs)
+
+
+@pytest.mark.parametrize("n, eps", [(30, 0.1), (235, 1.0), (1000, 1.0), (10000, 10.0), (10**6, 1e6)])
+def test_auto_avoids_predicted_failures_and_unproven_mechanisms(n: int, eps: float) -> None:
+    for formula in ("y ~ x", "y ~ x + z"):
+        facts = _facts(formula, n, eps, {"x": (0, 1), "z": (0, 1), "y": (0, 1)})
+        choice = choose(facts)
+        assert choice.method in {c.method for c in CANDIDATES} and choice.method != "kng"
+        chosen = next(p for p in choice.predictions if _candidate(p.label).method == choice.method)
+        if any(p.failure <= MAX_FAILURE for p in choice.predictions):
+            assert chosen.failure <= MAX_FAILURE
+    quantile = choose(_facts("y ~ x", 1000, 1.0, {"x": (0, 1), "y": (0, 1)}, estimator="quantreg"))
+    assert quantile.method == "histogram"
+    assert choose(_facts("y ~ 1", 1000, 1.0, {"y": (0, 1)}, estimator="quantreg")).method == "kng"
+
+
+def test_auto_runs_the_chosen_mechanism_and_says_why(engel) -> None:
+    res = dpstats.dp_ols("foodexp ~ income", engel, eps=1.0, bounds=ENGEL_BOUNDS, random_state=1)
+    design, _ = build_design("foodexp ~ income", engel, ENGEL_BOUNDS, None)
+    assert res.method == choose(PublicFacts.of(design, 1.0, 0.0, "ols")).method
+    assert "predicted" in res.method_reason and res.method_reason in res.summary().as_text().replace("\n", " ")
+
+
+def test_auto_on_engel_never_fails(engel) -> None:
+    fits = [dpstats.dp_ols("foodexp ~ income", engel, eps=1.0, bounds=ENGEL_BOUNDS, random_state=s) for s in range(30)]
+    assert not any(f.failed for f in fits)
+    assert np.median([abs(f.params["income"] - 0.4852) for f in fits]) < 0.1
+
+
+def test_compare_methods_needs_no_data_and_marks_auto() -> None:
+    plan = dpstats.compare_methods("foodexp ~ income", n=235, eps=1.0, bounds=ENGEL_BOUNDS)
+    assert list(plan.table["method"]) == [c.label for c in CANDIDATES if c.estimator == "ols"]
+    assert (plan.table["auto"] == "<- auto").sum() == 1
+    assert plan.chosen in set(plan.table["method"]) and plan.facts.n == 235
+    text = str(plan)
+    assert "Plan for n = 235, eps = 1" in text and plan.message in text
+    assert "|" in plan.as_markdown() and "<table" in plan._repr_html_()
+
+
+def test_compare_methods_answers_a_target() -> None:
+    loose = dpstats.compare_methods("foodexp ~ income", n=2000, eps=1.0, bounds=ENGEL_BOUNDS, target=1.0)
+    tight = dpstats.compare_methods("foodexp ~ income", n=2000, eps=1.0, bounds=ENGEL_BOUNDS, target=1e-4)
+    assert loose.usable and not tight.usable and "target" in tight.message
+    chosen = tight.table.set_index("method").loc[tight.chosen]
+    assert chosen["eps needed"] > 1.0 or math.isnan(chosen["eps needed"])
+
+
+def test_compare_methods_says_when_nothing_is_usable() -> None:
+    plan = dpstats.compare_methods(WAGE, n=534, eps=1.0, bounds=WAGE_BOUNDS, levels=WAGE_LEVELS)
+    assert not plan.usable and plan.message.startswith("No mechanism can give a usable answer")
+    roomy = dpstats.compare_methods("foodexp ~ income", n=100_000, eps=5.0, bounds=ENGEL_BOUNDS)
+    assert roomy.usable
+
+
+def test_compare_methods_refuses_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="estimator"):
+        dpstats.compare_methods("y ~ x", n=100, eps=1.0, bounds={"x": (0, 1), "y": (0, 1)}, estimator="logit")
+    with pytest.raises(ValueError, match="n must be"):
+        dpstats.compare_methods("y ~ x", n=1.5, eps=1.0, bounds={"x": (0, 1), "y": (0, 1)})
+    with pytest.raises(ValueError, match="eps"):
+        dpstats.compare_methods("y ~ x", n=100, eps=-1.0, bounds={"x": (0, 1), "y": (0, 1)})
