@@ -82,8 +82,10 @@ REPLICATES = 1000
 SE_NOTE = (
     "SEs and intervals: a parametric bootstrap of the released histogram (post-processing, no budget): every "
     "cell's count is redrawn with fresh noise and the same thresholding (exact moments per cell, normal sums "
-    "across cells), bias-corrected for the thresholding. Bins are finer than Lei's rule so that their bias is "
-    "small; it is not part of the SEs."
+    "across cells), bias-corrected for the thresholding. The estimate is the fit on binned data: it keeps a "
+    "binning bias at any eps (it shrinks as the bins refine with n; Lei 2011, Theorem 3), which the SEs do not "
+    "cover. Bins are finer than Lei's rule so that this bias is small next to the intervals in the designs "
+    "of benchmarks/bench_coverage.py; data on a coarse grid of values (discrete regressors) can keep a large one."
 )
 NO_BIN_NOTE = (
     "No SEs: quantile-regression intervals need the response's bins, and this formula's response is a "
