@@ -11,7 +11,7 @@
    the choice must do well in every scenario, not in one.
 4. The smallest score wins; ties go to the candidates' order.
 
-Quantile regression with one design column (an intercept alone) keeps KNG,
+Quantile regression with one design column (an intercept or a slope alone) keeps KNG,
 which samples that density exactly (Reimherr & Awan 2019, section 4.5).
 """
 
@@ -51,7 +51,7 @@ def scores(predictions: list[Prediction]) -> np.ndarray:
 
 def choose(facts: PublicFacts) -> Choice:
     """The mechanism for ``facts`` (module docstring)."""
-    if facts.estimator == "quantreg" and facts.slopes == 0 and facts.intercept:
+    if facts.estimator == "quantreg" and facts.slopes + facts.intercept == 1:
         reason = "one design column: KNG samples its density exactly (Reimherr & Awan 2019, section 4.5)"
         return Choice("kng", {}, reason, (), ())
     applicable, refusals = [], []

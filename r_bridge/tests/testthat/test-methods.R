@@ -43,7 +43,8 @@ test_that("standard errors at eps = 1e9 are lm's HC1 sandwich, and confint match
   expect_identical(fit$interval, "percentile")  # NoisyStats' kind (dpstats/mechanisms/noisystats/inference.py)
   percentile <- t(vapply(names(coef(fit)), function(t) quantile(reps[, t], a, names = FALSE), numeric(2)))
   expect_equal(unname(confint(fit, level = 0.9)), unname(percentile))
-  none <- dp_ols(mpg ~ wt, data = mtcars, eps = 1, bounds = B, random_state = 2, se_share = 0)
+  none <- dp_ols(mpg ~ wt, data = mtcars, eps = 1, bounds = B, method = "noisystats", random_state = 2,
+                 se_share = 0)
   expect_true(all(is.nan(confint(none))) && is.null(none$replicates))
 })
 
