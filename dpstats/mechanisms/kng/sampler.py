@@ -50,7 +50,7 @@ Every random number comes from dpstats/noise.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -67,6 +67,19 @@ KAPPA = 0.25
 L2_TRIES = 32
 #: Tangent offsets (in units of 1/c above the minimum) of the l2 envelope.
 _L2_OFFSETS = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+#: Quantile lines with more rows than this sort only a window of their cuts, placed from a stride sample
+#: of about this many rows (:func:`_sampled_rate`; a speed setting: every value gives exact draws).
+WINDOW_SAMPLE = 1024
+#: Sampled cuts nearest to the current point from which the growth rate of h is estimated.
+WINDOW_NEAREST = 32
+#: The window is meant to hold every t whose density is within e^-NEGLIGIBLE of the current point's.
+NEGLIGIBLE = 20.0
+#: The estimated window reaches WINDOW_MARGIN times as far as needed; an end that falls short moves
+#: at least WINDOW_GROWTH times as far out (plus the sample's spacing).
+WINDOW_MARGIN = 2.5
+WINDOW_GROWTH = 1.5
+#: The dual of each K-norm: ``|u'g| <= ||u||_K* ||g||_K``.
+DUAL_NORM = {"linf": "l1", "l2": "l2", "l1": "linf"}
 
 
 def k_norm(G: np.ndarray, norm: str) -> np.ndarray:
@@ -127,25 +140,6 @@ def sample_piecewise_exponential(
     length = np.take_along_axis(lengths, pick, 1)[:, 0]
     frac = _exponential_fraction(noise.uniform(rng, 0.0, 1.0, start.shape), np.take_along_axis(x, pick, 1)[:, 0])
     return start + frac * np.maximum(length, 0.0)
-
-
-def sample_piecewise_constant(rng: np.random.Generator, edges: np.ndarray, log_density: np.ndarray) -> np.ndarray:
-    """One exact draw per row from a piecewise-constant density (many pieces: the quantile lines).
-
-    Piece j of row r has log density ``log_density[r, j]`` on
-    ``[edges[r, j], edges[r, j + 1]]``; it is chosen by inverting the cumulative
-    masses (relative to the densest piece of positive length, so nothing
-    overflows; a piece below 1e-308 of it is never drawn), then t is uniform in it.
-    """
-    lengths = np.diff(edges, axis=1)
-    top = np.where(lengths > 0, log_density, -np.inf).max(axis=1, keepdims=True)
-    exponent = np.where(lengths > 0, log_density - np.where(np.isfinite(top), top, 0.0), -np.inf)
-    mass = np.exp(exponent) * np.maximum(lengths, 0.0)
-    cumulative = np.cumsum(mass, axis=1)
-    level = noise.uniform(rng, 0.0, 1.0, edges.shape[0]) * cumulative[:, -1]
-    pick = np.minimum((cumulative <= level[:, None]).sum(axis=1), lengths.shape[1] - 1)
-    row = np.arange(edges.shape[0])
-    return edges[row, pick] + noise.uniform(rng, 0.0, 1.0, pick.shape) * np.maximum(lengths[row, pick], 0.0)
 
 
 def _pieces_from_values(edges: np.ndarray, h: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
@@ -260,50 +254,228 @@ class QuantileTarget:
     tau: float
     c: float
     norm: str
+    #: ``X'`` stored row-major, so that ``theta @ XT`` and ``u @ XT`` are contiguous passes.
+    XT: np.ndarray = field(init=False, repr=False, compare=False)
+    #: ``tau sum_i x_i``: g is the sum of the rows below the fit minus this.
+    offset: np.ndarray = field(init=False, repr=False, compare=False)
+    #: Arrays of n numbers per line that :meth:`sample_line` reuses, by batch size (shared by the copies
+    #: ``dataclasses.replace`` makes), so that a chain does not allocate and page them in at every move.
+    scratch: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "XT", np.ascontiguousarray(self.X.T, dtype=float))
+        object.__setattr__(self, "offset", self.tau * self.XT.sum(axis=1))
 
     def gradient(self, theta: np.ndarray) -> np.ndarray:
         """Gradients at the rows of ``theta``."""
-        below = (self.y[None, :] <= theta @ self.X.T).astype(float)
-        return below @ self.X - self.tau * self.X.sum(axis=0)
+        return (self.y[None, :] <= theta @ self.XT).astype(float) @ self.X - self.offset
 
     def utility(self, theta: np.ndarray) -> np.ndarray:
         """``||g(theta)||_K`` at the rows of ``theta``."""
         return k_norm(self.gradient(theta), self.norm)
 
+    def gradient_on_line(self, r: np.ndarray, a: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """g at ``theta + t u`` per line, from ``r = y - X theta`` and ``a = X u`` (one line per row)."""
+        return (r <= t[:, None] * a).astype(float) @ self.X - self.offset
+
     def sample_line(
         self, rng: np.random.Generator, theta: np.ndarray, u: np.ndarray, t_lo: np.ndarray, t_hi: np.ndarray
     ) -> np.ndarray:
-        """An exact draw of t: the conditional is piecewise constant with breakpoints ``r_i / a_i``.
+        """An exact draw of t from the piecewise-constant conditional density on each chord.
 
         With ``r_i = y_i - x_i'theta`` and ``a_i = x_i'u``, row i is below the
         fit at ``theta + t u`` iff ``r_i <= t a_i``: it joins the sum (``+x_i``)
-        when t passes ``r_i / a_i`` upwards if ``a_i > 0`` and leaves it
-        (``-x_i``) if ``a_i < 0``. One sort of the breakpoints inside the chord,
-        then a cumulative sum per coordinate gives g on every piece: O(n log n).
+        when t passes the cut ``r_i / a_i`` upwards if ``a_i > 0`` and leaves it
+        (``-x_i``) if ``a_i < 0``, so g is piecewise constant with n breakpoints.
+        Only the cuts inside a window ``[t_a, t_b]`` around the current point
+        (t = 0) are sorted into exact pieces (:func:`_window_pieces`). Beyond
+        it, ``h(t) = u'g(theta + t u)`` (the derivative of the convex loss along
+        the line: nondecreasing, each cut adds ``|a_i|``) bounds
+        ``||g||_K >= |h| / ||u||_K*`` (the dual norm) by its value at the window's
+        end, and the two tails are drawn by rejection from that bound
+        (:func:`_draw_pieces`): every draw is exact. The window is meant to hold
+        every t whose density is within ``e^-NEGLIGIBLE`` of the density at 0,
+        where ``|h(t)| <= reach = ||u||_K* (||g(theta)||_K + NEGLIGIBLE / c)``. With
+        more than :data:`WINDOW_SAMPLE` rows its ends are placed from the rate
+        at which h grows near 0, estimated from a stride sample of the cuts
+        (:func:`_sampled_rate`); an end where h has not passed ``-+reach`` moves
+        out to where the rate h grew at inside the window says it will (with the
+        same margin), at least :data:`WINDOW_GROWTH` times as far, until it has
+        or meets the chord's end. With fewer rows the window is the chord.
         """
-        k, d = theta.shape
-        n = self.y.size
-        XT = self.X.T
-        r = self.y[None, :] - theta @ XT
-        a = u @ XT
-        g_lo = (r <= t_lo[:, None] * a).astype(float) @ self.X - self.tau * XT.sum(axis=1)
+        k = theta.shape[0]
+        if k not in self.scratch:
+            self.scratch[k] = (*(np.empty((k, self.y.size)) for _ in range(4)), np.empty((k, self.y.size), dtype=bool))
+        r, a, cuts, below, mask = self.scratch[k]
+        np.subtract(self.y, np.matmul(theta, self.XT, out=r), out=r)
+        np.matmul(u, self.XT, out=a)
         with np.errstate(divide="ignore", invalid="ignore"):
-            cuts = r / a
-            crossed = (cuts > t_lo[:, None]) & (cuts < t_hi[:, None])  # inside the chord
-        cuts = np.where(crossed, cuts, np.inf)
-        signs = np.where(crossed, np.sign(a), 0.0)
-        order = np.argsort(cuts, axis=1)
-        flat = (order + (np.arange(k) * n)[:, None]).ravel()
-        sorted_signs = signs.ravel()[flat].reshape(k, n)
-        g = np.empty((d, k, n + 1))  # coordinate-major: every pass below is contiguous
-        for j in range(d):
-            g[j, :, 0] = g_lo[:, j]
-            np.cumsum(sorted_signs * XT[j][order], axis=1, out=g[j, :, 1:])
-            g[j, :, 1:] += g_lo[:, j, None]
-        edges = np.empty((k, n + 2))
-        edges[:, 0], edges[:, -1] = t_lo, t_hi
-        np.minimum(cuts.ravel()[flat].reshape(k, n), t_hi[:, None], out=edges[:, 1:-1])
-        return sample_piecewise_constant(rng, edges, -self.c * k_norm(np.moveaxis(g, 0, -1), self.norm))
+            np.divide(r, a, out=cuts)
+        np.copyto(below, np.less_equal(r, 0.0, out=mask))
+        g_0 = below @ self.X - self.offset
+        zero = np.zeros(k)
+        dual = k_norm(u, DUAL_NORM[self.norm])
+        h_0 = (g_0 * u).sum(axis=1)
+        reach = dual * (k_norm(g_0, self.norm) + NEGLIGIBLE / self.c)
+        if self.y.size > WINDOW_SAMPLE:
+            rate, spacing = _sampled_rate(a, cuts, t_lo, t_hi)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t_a = np.maximum(t_lo, np.nan_to_num(-WINDOW_MARGIN * np.maximum(reach + h_0, 0.0) / rate, nan=-np.inf))
+                t_b = np.minimum(t_hi, np.nan_to_num(WINDOW_MARGIN * np.maximum(reach - h_0, 0.0) / rate, nan=np.inf))
+        else:
+            t_a, t_b, spacing = t_lo, t_hi, zero
+        while True:
+            pieces = _window_pieces(self.X, a, cuts, mask, g_0, t_lo, t_a, t_b, t_hi, self.c, self.norm)
+            h_a, h_b = (pieces.g_a * u).sum(axis=1), (pieces.g_b * u).sum(axis=1)
+            short_a, short_b = (t_a > t_lo) & (h_a > -reach), (t_b < t_hi) & (h_b < reach)
+            if not (short_a.any() or short_b.any()):
+                break
+            with np.errstate(divide="ignore", invalid="ignore"):
+                far_a = WINDOW_MARGIN * (reach + h_0) * t_a / (h_0 - h_a)
+                far_b = WINDOW_MARGIN * (reach - h_0) * t_b / (h_b - h_0)
+            t_a = np.where(short_a, np.maximum(t_lo, np.fmin(far_a, WINDOW_GROWTH * t_a - spacing)), t_a)
+            t_b = np.where(short_b, np.minimum(t_hi, np.fmax(far_b, WINDOW_GROWTH * t_b + spacing)), t_b)
+        bounds = np.stack([np.maximum(-h_a, 0.0), np.maximum(h_b, 0.0)], axis=1) / dual[:, None]
+        return _draw_pieces(rng, self, r, a, pieces, bounds)
+
+
+def _sampled_rate(a: np.ndarray, cuts: np.ndarray, t_lo: np.ndarray, t_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rate, spacing)``: how fast h grows per unit t near t = 0, and the spread of the sample used.
+
+    Every s-th row (``s = n // WINDOW_SAMPLE``) is sampled; of the sampled cuts
+    inside the chord, the :data:`WINDOW_NEAREST` nearest to 0 lie within
+    ``spacing`` of it, and ``s sum |a_i|`` over them, divided by the length of
+    the chord within ``spacing`` of 0, estimates the rate. It only decides how
+    much of the line is sorted, never the draw.
+    """
+    stride = cuts.shape[1] // WINDOW_SAMPLE
+    cuts_s = cuts[:, ::stride]
+    inside = (cuts_s > t_lo[:, None]) & (cuts_s < t_hi[:, None])
+    distance = np.where(inside, np.abs(cuts_s), np.inf)
+    spacing = np.partition(distance, WINDOW_NEAREST - 1, axis=1)[:, WINDOW_NEAREST - 1]
+    spacing = np.where(np.isfinite(spacing), spacing, np.maximum(-t_lo, t_hi))
+    steps = np.where(distance <= spacing[:, None], np.abs(a[:, ::stride]), 0.0).sum(axis=1)
+    return stride * steps / (np.minimum(spacing, -t_lo) + np.minimum(spacing, t_hi)), spacing
+
+
+@dataclass(frozen=True)
+class _WindowPieces:
+    """The exact pieces of each line's window ``[t_a, t_b]`` and its two tails, as one flat list of items.
+
+    Row r's items are ``item_start[r]`` onwards: the left tail ``[t_lo, t_a]``,
+    the right tail ``[t_b, t_hi]``, the opening piece from t_a to the first cut
+    inside the window, then one piece from each cut (in order) to the next cut or
+    to t_b. ``log_mass`` is ``log(length) - c ||g||_K`` on a piece (-inf if
+    empty); the tails' entries are left to :func:`_draw_pieces`. ``g_a`` and
+    ``g_b`` are g just inside t_a and t_b.
+    """
+
+    item_start: np.ndarray
+    item_row: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    log_mass: np.ndarray
+    g_a: np.ndarray
+    g_b: np.ndarray
+
+
+def _window_pieces(
+    X: np.ndarray,
+    a: np.ndarray,
+    cuts: np.ndarray,
+    mask: np.ndarray,
+    g_0: np.ndarray,
+    t_lo: np.ndarray,
+    t_a: np.ndarray,
+    t_b: np.ndarray,
+    t_hi: np.ndarray,
+    c: float,
+    norm: str,
+) -> _WindowPieces:
+    """Sort the cuts inside each window and cumulate their moves ``sign(a_i) x_i`` from ``g_0``, g at t = 0.
+
+    The cuts are sorted per row in a padded array (rows of different lengths
+    cost only that sort), then handled as one flat list grouped by row.
+    ``mask`` is scratch space of the shape of ``cuts``.
+    """
+    k, n = cuts.shape
+    np.greater(cuts, t_a[:, None], out=mask)
+    mask &= cuts < t_b[:, None]
+    index = np.flatnonzero(mask)
+    row = index // n
+    count = np.bincount(row, minlength=k)
+    first = np.cumsum(count) - count
+    padded = np.full((k, int(count.max(initial=0))), np.inf)
+    padded[row, np.arange(index.size) - first[row]] = cuts.ravel()[index]
+    order = np.argsort(padded, axis=1) + first[:, None]
+    index = index[order[np.arange(padded.shape[1]) < count[:, None]]]
+    cut = cuts.ravel()[index]
+    moves = np.sign(a.ravel()[index])[:, None] * X[index % n]
+    prefix = np.zeros((index.size + 1, X.shape[1]))
+    np.cumsum(moves, axis=0, out=prefix[1:])
+    before = np.bincount(row, weights=cut <= 0.0, minlength=k).astype(np.intp)
+    g_a = g_0 - prefix[first + before] + prefix[first]
+    g = g_a[row] + prefix[1:] - prefix[first][row]
+    g_b = g_a + prefix[first + count] - prefix[first]
+    item_start = first + 3 * np.arange(k)
+    item_row = np.repeat(np.arange(k), count + 3)
+    member = np.ones(item_row.size, dtype=bool)
+    member[item_start[:, None] + np.arange(3)] = False
+    start = np.empty(item_row.size)
+    start[item_start], start[item_start + 1], start[item_start + 2] = t_lo, t_b, t_a
+    start[member] = cut
+    end = np.empty(item_row.size)
+    end[item_start], end[item_start + 1] = t_a, t_hi
+    end[np.flatnonzero(member) - 1] = cut  # each piece of the window ends at the next cut...
+    end[item_start + 2 + count] = t_b  # ...or at t_b
+    length = np.maximum(end - start, 0.0)
+    norms = np.empty(item_row.size)
+    norms[item_start + 2] = k_norm(g_a, norm)
+    norms[member] = k_norm(g, norm)
+    norms[item_start] = norms[item_start + 1] = 0.0
+    with np.errstate(divide="ignore"):
+        log_mass = np.log(length) - c * norms
+    return _WindowPieces(item_start, item_row, start, length, log_mass, g_a, g_b)
+
+
+def _draw_pieces(
+    rng: np.random.Generator,
+    target: QuantileTarget,
+    r: np.ndarray,
+    a: np.ndarray,
+    pieces: _WindowPieces,
+    bounds: np.ndarray,
+) -> np.ndarray:
+    """Rejection from the window's exact pieces and the tails' envelopes ``e^(-c bound)``: an exact draw per row.
+
+    An item (a tail or a piece) is chosen by Gumbel-max over the log masses,
+    t uniformly in it; a t in a tail is accepted with probability
+    ``e^(-c (||g(t)||_K - bound))`` (g(t) computed exactly), a rejected row draws again.
+    """
+    c, k = target.c, pieces.g_a.shape[0]
+    log_mass = pieces.log_mass.copy()
+    log_mass[pieces.item_start] -= c * bounds[:, 0]
+    log_mass[pieces.item_start + 1] -= c * bounds[:, 1]
+    t = np.empty(k)
+    todo = np.ones(k, dtype=bool)
+    while todo.any():
+        scores = log_mass + noise.gumbel(rng, log_mass.size)
+        best = np.maximum.reduceat(scores, pieces.item_start)
+        hits = np.flatnonzero(scores == best[pieces.item_row])
+        hit_row = pieces.item_row[hits]
+        pick = hits[np.concatenate([[True], hit_row[1:] != hit_row[:-1]])]
+        proposal = pieces.start[pick] + noise.uniform(rng, 0.0, 1.0, k) * pieces.length[pick]
+        side = pick - pieces.item_start
+        tail = todo & (side < 2) & np.isfinite(best)
+        accept = todo & ~tail
+        if tail.any():
+            lines = np.flatnonzero(tail)
+            g = target.gradient_on_line(r[lines], a[lines], proposal[lines])
+            log_ratio = -c * (k_norm(g, target.norm) - bounds[lines, side[lines]])
+            accept[lines] = np.log(noise.uniform(rng, 0.0, 1.0, lines.size)) < log_ratio
+        t[accept] = proposal[accept]
+        todo &= ~accept
+    return t
 
 
 Target = LeastSquaresTarget | QuantileTarget
