@@ -26,9 +26,8 @@ no move has a step size:
   is rejected, the chain below with an independence Metropolis-Hastings move
   from the same proposal (:func:`independence_step`);
 * quantile regression, d >= 2 (:func:`run_chains`): an ensemble of chains, each
-  sweep moving every walker by hit-and-run (:func:`hit_and_run_step`: a
-  direction uniform on the sphere) and by ensemble differential directions
-  (:func:`ensemble_step`).
+  sweep moving every walker by hit-and-run (a direction uniform on the
+  sphere) and by ensemble differential directions (:func:`half_sweep`).
 
 Every line move takes the chord of Theta through the current point (exact,
 :func:`l1_ball_chord`) and draws from the *exact* conditional density on it.
@@ -69,16 +68,15 @@ L2_TRIES = 32
 #: Tangent offsets (in units of 1/c above the minimum) of the l2 envelope.
 _L2_OFFSETS = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
 #: Quantile lines with more rows than this sort only a window of their cuts, placed from a stride sample
-#: of about this many rows (:func:`_sampled_rate`; a speed setting: every value gives exact draws).
-WINDOW_SAMPLE = 1024
-#: Sampled cuts nearest to the current point from which the growth rate of h is estimated.
-WINDOW_NEAREST = 32
-#: The window is meant to hold every t whose density is within e^-NEGLIGIBLE of the current point's.
+#: of about this many rows (:func:`_sampled_window`; a speed setting: every value gives exact draws).
+WINDOW_SAMPLE = 512
+#: The window is meant to hold every t whose density is within e^-NEGLIGIBLE of the largest on it.
 NEGLIGIBLE = 20.0
-#: The estimated window reaches WINDOW_MARGIN times as far as needed; an end that falls short moves
-#: at least WINDOW_GROWTH times as far out (plus the sample's spacing).
+#: The sampled window reaches WINDOW_MARGIN times as far as needed, plus WINDOW_EXTRA sampled cuts;
+#: an end that falls short moves out at least WINDOW_GROWTH times the window's length (QuantileTarget.sample_line).
 WINDOW_MARGIN = 1.5
-WINDOW_GROWTH = 1.5
+WINDOW_EXTRA = 2
+WINDOW_GROWTH = 1.0
 #: The dual of each K-norm: ``|u'g| <= ||u||_K* ||g||_K``.
 DUAL_NORM = {"linf": "l1", "l2": "l2", "l1": "linf"}
 
@@ -291,21 +289,22 @@ class QuantileTarget:
         fit at ``theta + t u`` iff ``r_i <= t a_i``: it joins the sum (``+x_i``)
         when t passes the cut ``r_i / a_i`` upwards if ``a_i > 0`` and leaves it
         (``-x_i``) if ``a_i < 0``, so g is piecewise constant with n breakpoints.
-        Only the cuts inside a window ``[t_a, t_b]`` around the current point
-        (t = 0) are sorted into exact pieces (:func:`_window_pieces`). Beyond
-        it, ``h(t) = u'g(theta + t u)`` (the derivative of the convex loss along
-        the line: nondecreasing, each cut adds ``|a_i|``) bounds
-        ``||g||_K >= |h| / ||u||_K*`` (the dual norm) by its value at the window's
-        end, and the two tails are drawn by rejection from that bound
-        (:func:`_draw_pieces`): every draw is exact. The window is meant to hold
-        every t whose density is within ``e^-NEGLIGIBLE`` of the density at 0,
-        where ``|h(t)| <= reach = ||u||_K* (||g(theta)||_K + NEGLIGIBLE / c)``. With
-        more than :data:`WINDOW_SAMPLE` rows its ends are placed from the rate
-        at which h grows near 0, estimated from a stride sample of the cuts
-        (:func:`_sampled_rate`); an end where h has not passed ``-+reach`` moves
-        out to where the rate h grew at inside the window says it will (with the
-        same margin), at least :data:`WINDOW_GROWTH` times as far, until it has
-        or meets the chord's end. With fewer rows the window is the chord.
+        Only the cuts inside a window ``[t_a, t_b]`` are sorted into exact pieces
+        (:func:`_window_pieces`). Beyond it, ``h(t) = u'g(theta + t u)`` (the
+        derivative of the convex loss along the line: nondecreasing, each cut
+        adds ``|a_i|``) bounds ``||g||_K >= |h| / ||u||_K*`` (the dual norm) by
+        its value at the window's end, and the two tails are drawn by rejection
+        from that bound (:func:`_draw_pieces`): every draw is exact. The window
+        is meant to hold every t whose density is within ``e^-NEGLIGIBLE`` of the
+        largest density m of its pieces: it is accepted once
+        ``|h| >= ||u||_K* (m + NEGLIGIBLE / c)`` at both ends (or an end is the
+        chord's). With more than :data:`WINDOW_SAMPLE` rows it is first placed
+        from a stride sample of the cuts (:func:`_sampled_window`, as if m were
+        0), and an end that falls short moves out to where the rate at which h
+        grew inside the window says it will pass the bound (with
+        :data:`WINDOW_MARGIN`), and at least :data:`WINDOW_GROWTH` times the
+        window's length plus a :data:`WINDOW_SAMPLE`-th of the chord further;
+        with fewer rows the window is the chord.
         """
         k = theta.shape[0]
         if k not in self.scratch:
@@ -317,49 +316,61 @@ class QuantileTarget:
             np.divide(r, a, out=cuts)
         np.copyto(below, np.less_equal(r, 0.0, out=mask))
         g_0 = np.einsum("kn,dn->kd", below, self.XT) - self.offset
-        zero = np.zeros(k)
         dual = k_norm(u, DUAL_NORM[self.norm])
-        h_0 = (g_0 * u).sum(axis=1)
-        reach = dual * (k_norm(g_0, self.norm) + NEGLIGIBLE / self.c)
         if self.y.size > WINDOW_SAMPLE:
-            rate, spacing = _sampled_rate(a, cuts, t_lo, t_hi)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t_a = np.maximum(t_lo, np.nan_to_num(-WINDOW_MARGIN * np.maximum(reach + h_0, 0.0) / rate, nan=-np.inf))
-                t_b = np.minimum(t_hi, np.nan_to_num(WINDOW_MARGIN * np.maximum(reach - h_0, 0.0) / rate, nan=np.inf))
+            t_a, t_b = _sampled_window(a, cuts, (g_0 * u).sum(axis=1), dual * NEGLIGIBLE / self.c, t_lo, t_hi)
         else:
-            t_a, t_b, spacing = t_lo, t_hi, zero
+            t_a, t_b = t_lo, t_hi
         while True:
-            pieces = _window_pieces(self.XT, a, cuts, mask, g_0, t_lo, t_a, t_b, t_hi, self.c, self.norm)
+            pieces = _window_pieces(self, a, cuts, mask, g_0, t_lo, t_a, t_b, t_hi)
             h_a, h_b = (pieces.g_a * u).sum(axis=1), (pieces.g_b * u).sum(axis=1)
+            reach = dual * (pieces.least + NEGLIGIBLE / self.c)
             short_a, short_b = (t_a > t_lo) & (h_a > -reach), (t_b < t_hi) & (h_b < reach)
             if not (short_a.any() or short_b.any()):
                 break
             with np.errstate(divide="ignore", invalid="ignore"):
-                far_a = WINDOW_MARGIN * (reach + h_0) * t_a / (h_0 - h_a)
-                far_b = WINDOW_MARGIN * (reach - h_0) * t_b / (h_b - h_0)
-            t_a = np.where(short_a, np.maximum(t_lo, np.fmin(far_a, WINDOW_GROWTH * t_a - spacing)), t_a)
-            t_b = np.where(short_b, np.minimum(t_hi, np.fmax(far_b, WINDOW_GROWTH * t_b + spacing)), t_b)
+                rate = (h_b - h_a) / (t_b - t_a)
+                far_a = t_a - WINDOW_MARGIN * (h_a + reach) / rate
+                far_b = t_b + WINDOW_MARGIN * (reach - h_b) / rate
+            step = WINDOW_GROWTH * (t_b - t_a) + (t_hi - t_lo) / WINDOW_SAMPLE
+            t_a = np.where(short_a, np.maximum(t_lo, np.fmin(far_a, t_a - step)), t_a)
+            t_b = np.where(short_b, np.minimum(t_hi, np.fmax(far_b, t_b + step)), t_b)
         bounds = np.stack([np.maximum(-h_a, 0.0), np.maximum(h_b, 0.0)], axis=1) / dual[:, None]
         return _draw_pieces(rng, self, r, a, pieces, bounds)
 
 
-def _sampled_rate(a: np.ndarray, cuts: np.ndarray, t_lo: np.ndarray, t_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(rate, spacing)``: how fast h grows per unit t near t = 0, and the spread of the sample used.
+def _sampled_window(
+    a: np.ndarray, cuts: np.ndarray, h_0: np.ndarray, reach: np.ndarray, t_lo: np.ndarray, t_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(t_a, t_b)``: a window placed from every s-th row's cut, ``s = n // WINDOW_SAMPLE``.
 
-    Every s-th row (``s = n // WINDOW_SAMPLE``) is sampled; of the sampled cuts
-    inside the chord, the :data:`WINDOW_NEAREST` nearest to 0 lie within
-    ``spacing`` of it, and ``s sum |a_i|`` over them, divided by the length of
-    the chord within ``spacing`` of 0, estimates the rate. It only decides how
-    much of the line is sorted, never the draw.
+    The sampled cuts inside the chord, in order, each adding ``s |a_i|``,
+    give h approximately on the line (exactly ``h_0`` at t = 0); the window
+    is where it lies within ``-+ WINDOW_MARGIN reach`` (around the minimum of
+    the loss on the line, where h crosses 0), widened by :data:`WINDOW_EXTRA`
+    sampled cuts at each end. It only decides how much of the line is sorted,
+    never the draw.
     """
     stride = cuts.shape[1] // WINDOW_SAMPLE
-    cuts_s = cuts[:, ::stride]
-    inside = (cuts_s > t_lo[:, None]) & (cuts_s < t_hi[:, None])
-    distance = np.where(inside, np.abs(cuts_s), np.inf)
-    spacing = np.partition(distance, WINDOW_NEAREST - 1, axis=1)[:, WINDOW_NEAREST - 1]
-    spacing = np.where(np.isfinite(spacing), spacing, np.maximum(-t_lo, t_hi))
-    steps = np.where(distance <= spacing[:, None], np.abs(a[:, ::stride]), 0.0).sum(axis=1)
-    return stride * steps / (np.minimum(spacing, -t_lo) + np.minimum(spacing, t_hi)), spacing
+    sampled = cuts[:, ::stride]
+    inside = (sampled > t_lo[:, None]) & (sampled < t_hi[:, None])
+    order = np.argsort(np.where(inside, sampled, np.inf), axis=1)
+    inside = np.take_along_axis(inside, order, 1)
+    position = np.concatenate(
+        [t_lo[:, None], np.where(inside, np.take_along_axis(sampled, order, 1), t_hi[:, None]), t_hi[:, None]], axis=1
+    )
+    h = np.zeros((order.shape[0], order.shape[1] + 1))  # h on the piece after j sampled cuts
+    np.cumsum(
+        np.where(inside, stride * np.abs(np.take_along_axis(a[:, ::stride], order, 1)), 0.0), axis=1, out=h[:, 1:]
+    )
+    rows = np.arange(h.shape[0])
+    h += (h_0 - h[rows, np.count_nonzero(inside & (position[:, 1:-1] <= 0.0), axis=1)])[:, None]
+    last = h.shape[1] - 1
+    left = np.count_nonzero(h <= -WINDOW_MARGIN * reach[:, None], axis=1)
+    right = last + 1 - np.count_nonzero(h >= WINDOW_MARGIN * reach[:, None], axis=1)
+    return position[rows, np.maximum(left - WINDOW_EXTRA, 0)], position[
+        rows, np.minimum(right + WINDOW_EXTRA, last + 1)
+    ]
 
 
 @dataclass(frozen=True)
@@ -371,7 +382,8 @@ class _WindowPieces:
     window, column 2 + j the piece from the j-th cut (in order) to the next one
     or to t_b; rows are padded with empty pieces. ``log_mass`` is
     ``log(length) - c ||g||_K`` on a piece (-inf if empty); the tails' entries
-    are left to :func:`_draw_pieces`. ``g_a`` and ``g_b`` are g just inside t_a and t_b.
+    are left to :func:`_draw_pieces`. ``g_a`` and ``g_b`` are g just inside t_a
+    and t_b, ``least`` the smallest ``||g||_K`` on a piece of positive length.
     """
 
     start: np.ndarray
@@ -379,10 +391,11 @@ class _WindowPieces:
     log_mass: np.ndarray
     g_a: np.ndarray
     g_b: np.ndarray
+    least: np.ndarray
 
 
 def _window_pieces(
-    XT: np.ndarray,
+    target: QuantileTarget,
     a: np.ndarray,
     cuts: np.ndarray,
     mask: np.ndarray,
@@ -391,15 +404,16 @@ def _window_pieces(
     t_a: np.ndarray,
     t_b: np.ndarray,
     t_hi: np.ndarray,
-    c: float,
-    norm: str,
 ) -> _WindowPieces:
-    """Sort the cuts inside each window and cumulate their moves ``sign(a_i) x_i`` from ``g_0``, g at t = 0.
+    """Sort the cuts inside each window and cumulate their moves ``sign(a_i) x_i`` from g just inside t_a.
 
-    A window holding most of the cuts is sorted in place; a narrower one is
-    first gathered into a row of the length of the fullest window (padded with
-    +inf). ``mask`` is scratch space of the shape of ``cuts``.
+    That g follows from ``g_0`` (g at t = 0) and the moves of the window's
+    cuts up to 0 when the window holds 0, else from the moves of the cuts
+    between 0 and t_a (one pass over the rows). A window holding most of the cuts is sorted in place; a
+    narrower one is first gathered into a row of the length of the fullest
+    window (padded with +inf). ``mask`` is scratch space of the shape of ``cuts``.
     """
+    XT, c, norm = target.XT, target.c, target.norm
     k, n = cuts.shape
     np.greater(cuts, t_a[:, None], out=mask)
     mask &= cuts < t_b[:, None]
@@ -421,15 +435,21 @@ def _window_pieces(
     partial = np.zeros((XT.shape[0], k, cut.shape[1] + 1))  # the moves' partial sums, coordinate-major
     np.cumsum(XT[:, column] * sign, axis=2, out=partial[:, :, 1:])
     g_a = g_0 - partial[:, np.arange(k), np.count_nonzero(valid & (cut <= 0.0), axis=1)].T
+    away = np.flatnonzero((t_a > 0.0) | (t_b < 0.0))
+    if away.size:  # the moves of the cuts between 0 and t_a, compared as the window's own cuts are
+        lo, hi = np.minimum(t_a[away], 0.0)[:, None], np.maximum(t_a[away], 0.0)[:, None]
+        between = ((cuts[away] > lo) & (cuts[away] <= hi)) * np.sign(a[away])
+        g_a[away] = g_0[away] + np.sign(t_a[away])[:, None] * np.einsum("kn,dn->kd", between, XT)
     g_b = g_a + partial[:, :, -1].T
     g = partial[:, :, 1:] + g_a.T[:, :, None]
     edges = np.concatenate([t_a[:, None], np.where(valid, cut, t_b[:, None]), t_b[:, None]], axis=1)
     start = np.concatenate([t_lo[:, None], t_b[:, None], edges[:, :-1]], axis=1)
     length = np.concatenate([(t_a - t_lo)[:, None], (t_hi - t_b)[:, None], np.diff(edges, axis=1)], axis=1)
     norms = np.concatenate([np.zeros((k, 2)), k_norm(g_a, norm)[:, None], k_norm(np.moveaxis(g, 0, -1), norm)], axis=1)
+    least = np.where(length[:, 2:] > 0, norms[:, 2:], np.inf).min(axis=1)
     with np.errstate(divide="ignore"):
         log_mass = np.log(np.maximum(length, 0.0)) - c * norms
-    return _WindowPieces(start, length, log_mass, g_a, g_b)
+    return _WindowPieces(start, length, log_mass, g_a, g_b, np.where(np.isfinite(least), least, norms[:, 2]))
 
 
 def _draw_pieces(
@@ -549,31 +569,42 @@ def hit_and_run_step(rng: np.random.Generator, target: Target, theta: np.ndarray
     return line_move(rng, target, theta, uniform_directions(rng, theta.shape[0], theta.shape[1]), B)
 
 
-def ensemble_step(
-    rng: np.random.Generator, target: Target, walkers: np.ndarray, B: float, mine: np.ndarray, other: np.ndarray
-) -> np.ndarray:
-    """Move the walkers ``mine`` along differences of two distinct walkers of ``other``.
+def ensemble_directions(rng: np.random.Generator, group: np.ndarray, m: int) -> np.ndarray:
+    """``m`` unit directions per replica, each ``theta_j - theta_k`` for an ordered pair of walkers of ``group``.
 
-    ``walkers`` has shape (replicas, W, d). For each walker of ``mine`` the
-    direction is ``theta_j - theta_k`` for a uniformly chosen ordered pair of
-    distinct walkers of ``other`` (an isotropic direction if they coincide):
-    a symmetric distribution that does not depend on the moving walker, so the
-    exact line move leaves the KNG density invariant given ``other`` and the
-    ensemble's product density invariant (the "differential" directions of
-    ensemble samplers: they follow the target's elongation, with no tuning).
+    ``group`` has shape (replicas, k, d), k >= 3 walkers; the pair is uniform
+    over the ordered pairs of distinct walkers (an isotropic direction if they
+    coincide): a symmetric distribution that does not depend on the walkers it
+    moves (the "differential" directions of ensemble samplers: they follow the
+    target's elongation, with no tuning). Returns shape (replicas, m, d).
     """
-    replicas, _, d = walkers.shape
-    m, k = mine.size, other.size
+    replicas, k, d = group.shape
     first = np.minimum((noise.uniform(rng, 0.0, 1.0, (replicas, m)) * k).astype(int), k - 1)
     shift = 1 + np.minimum((noise.uniform(rng, 0.0, 1.0, (replicas, m)) * (k - 1)).astype(int), k - 2)
-    group = walkers[:, other]
     u = np.take_along_axis(group, first[..., None], 1) - np.take_along_axis(group, ((first + shift) % k)[..., None], 1)
     u = u.reshape(-1, d)
     norms = np.sqrt((u * u).sum(axis=1, keepdims=True))
     u = np.where(norms > 0, u / np.where(norms > 0, norms, 1.0), uniform_directions(rng, u.shape[0], d))
-    out = walkers.copy()
-    out[:, mine] = line_move(rng, target, walkers[:, mine].reshape(-1, d), u, B).reshape(replicas, m, d)
-    return out
+    return u.reshape(replicas, m, d)
+
+
+def half_sweep(
+    rng: np.random.Generator, target: Target, walkers: np.ndarray, B: float, mine: np.ndarray, other: np.ndarray
+) -> np.ndarray:
+    """One line move of every walker: ``mine`` along differences of walkers of ``other``, ``other`` isotropically.
+
+    ``walkers`` has shape (replicas, W, d). The directions of ``mine``
+    (:func:`ensemble_directions`) depend on ``other`` only, so the move of
+    ``mine`` leaves the product of KNG densities invariant given ``other``; the
+    hit-and-run moves of ``other`` (directions uniform on the sphere) do not
+    look at ``mine``, so making them in the same batch is making them after
+    it. All the lines are drawn in one call of the target's line sampler.
+    """
+    replicas, W, d = walkers.shape
+    u = np.empty_like(walkers)
+    u[:, mine] = ensemble_directions(rng, walkers[:, other], mine.size)
+    u[:, other] = uniform_directions(rng, replicas * other.size, d).reshape(replicas, other.size, d)
+    return line_move(rng, target, walkers.reshape(-1, d), u.reshape(-1, d), B).reshape(replicas, W, d)
 
 
 def ensemble_size(d: int) -> int:
@@ -708,9 +739,10 @@ def run_chains(
     ``chains`` independent ensembles of :func:`ensemble_size` walkers starts
     with every walker at 0, and each sweep moves every walker by an
     independence proposal (least squares, when ``independence_lam`` is given),
-    an isotropic hit-and-run move, then an ensemble move of each half given
-    the other (:func:`ensemble_step`). Every move leaves the product of KNG
-    densities invariant, so each walker's law tends to it.
+    then two half sweeps (:func:`half_sweep`): the first half moves along
+    differences of the second while the second moves by hit-and-run, then the
+    roles swap. Every move leaves the product of KNG densities invariant, so
+    each walker's law tends to it.
     """
     if d == 1:
         return hit_and_run_step(rng, target, np.zeros((chains, 1)), B)
@@ -721,9 +753,8 @@ def run_chains(
         flat = walkers.reshape(-1, d)
         if independence_lam is not None:
             flat = independence_step(rng, target, flat, B, independence_lam)
-        walkers = hit_and_run_step(rng, target, flat, B).reshape(chains, W, d)
-        walkers = ensemble_step(rng, target, walkers, B, halves[0], halves[1])
-        walkers = ensemble_step(rng, target, walkers, B, halves[1], halves[0])
+        walkers = half_sweep(rng, target, flat.reshape(chains, W, d), B, *halves)
+        walkers = half_sweep(rng, target, walkers, B, *halves[::-1])
     return walkers[:, 0]
 
 
