@@ -409,24 +409,25 @@ def _window_pieces(
 
     That g follows from ``g_0`` (g at t = 0) and the moves of the window's
     cuts up to 0 when the window holds 0, else from the moves of the cuts
-    between 0 and t_a (one pass over the rows). A window holding most of the cuts is sorted in place; a
-    narrower one is first gathered into a row of the length of the fullest
-    window (padded with +inf). ``mask`` is scratch space of the shape of ``cuts``.
+    between 0 and t_a (one pass over the rows). A window holding most of the
+    cuts is sorted in place; a narrower one is first gathered into a row of
+    the length of the fullest window (padded with +inf). ``mask`` is scratch
+    space of the shape of ``cuts``.
     """
     XT, c, norm = target.XT, target.c, target.norm
     k, n = cuts.shape
     np.greater(cuts, t_a[:, None], out=mask)
     mask &= cuts < t_b[:, None]
     count = np.count_nonzero(mask, axis=1)
+    m = int(count.max(initial=0))
     if 4 * count.sum() > cuts.size:
-        order = np.argsort(np.where(mask, cuts, np.inf), axis=1)
-        m = int(count.max())
-        column, cut = order[:, :m], np.take_along_axis(cuts, order[:, :m], 1)
+        column = np.argsort(np.where(mask, cuts, np.inf), axis=1)[:, :m]
+        cut = np.take_along_axis(cuts, column, 1)
     else:
         index = np.flatnonzero(mask)
         row = index // n
         slot = (row, np.arange(index.size) - (np.cumsum(count) - count)[row])
-        padded, column = np.full((k, int(count.max(initial=0))), np.inf), np.zeros((k, int(count.max(initial=0))), int)
+        padded, column = np.full((k, m), np.inf), np.zeros((k, m), dtype=np.intp)
         padded[slot], column[slot] = cuts.ravel()[index], index - row * n
         order = np.argsort(padded, axis=1)
         column, cut = np.take_along_axis(column, order, 1), np.take_along_axis(padded, order, 1)
