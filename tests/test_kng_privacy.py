@@ -54,14 +54,14 @@ x2 in [-2, 2], y in [-5, 5], so the affine scaling is exercised too.
    lengths (an intercept and one regressor, eps = 2): least squares (every
    draw exact by rejection on this pair; 20,000 draws a side) and quantile
    regression (q = 0.5, n = 8: walker 0 of the ensemble hit-and-run chain
-   after its default 100 sweeps, warm-up included; 2,000 draws a side). The
+   after its default 60 sweeps; 2,000 draws a side). The
    samples are the sampler's actual outputs, so these audit the *output law of
    the MCMC*, not just the KNG density (whose eps-DP is Theorem 3.1): a chain
    whose law leaned on the data beyond the density would push eps_lb up. The
    pairs were chosen by grid computation of the exact densities; the
    likelihood-ratio event the audit sees best has an exact loss of 0.74 (least
    squares) and 1.16 (quantile) of the claimed 2. Measured eps_lb (seeds 0-3):
-   0.44-0.47 and 0.59-0.81. These runs show soundness, not power: a 2x eps
+   0.44-0.47 and 0.62-0.70. These runs show soundness, not power: a 2x eps
    sampler would not be flagged at these sizes (the 1-D audit carries the
    canaries).
 

@@ -93,6 +93,86 @@ def test_least_squares_through_the_origin_is_exact() -> None:
 
 
 # --------------------------------------------------------------------------
+# One quantile line: the conditional density that every chain move draws from
+# --------------------------------------------------------------------------
+
+LINE_ROWS = 200
+#: Draws per line test: 10,000 rows of LINE_ROWS cuts each (a chain's batch of lines).
+LINE_DRAWS = 10_000
+
+
+@pytest.fixture
+def windowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stride sample of 50 rows, so that lines of LINE_ROWS cuts take the windowed path."""
+    monkeypatch.setattr(kng_sampler, "WINDOW_SAMPLE", 50)
+
+
+def line_cdf(target: kng_sampler.QuantileTarget, theta: np.ndarray, u: np.ndarray):
+    """Exact CDF of ``exp(-c ||g(theta + t u)||_K)`` on the chord, every cut sorted (section 4.5's gradient)."""
+    (t_lo,), (t_hi,) = kng_sampler.l1_ball_chord(theta[None], u[None], 2.0)
+    r, a = target.y - target.X @ theta, target.X @ u
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cuts = r / a
+    inside = np.flatnonzero((cuts > t_lo) & (cuts < t_hi))
+    inside = inside[np.argsort(cuts[inside])]
+    g_lo = target.X.T @ (r <= t_lo * a) - target.tau * target.X.sum(axis=0)
+    g = g_lo + np.concatenate([np.zeros((1, theta.size)), np.cumsum(np.sign(a[inside])[:, None] * target.X[inside], 0)])
+    edges = np.concatenate([[t_lo], cuts[inside], [t_hi]])
+    return intervals_cdf(edges, -target.c * kng_sampler.k_norm(g, target.norm))
+
+
+def line_draws(target: kng_sampler.QuantileTarget, theta: np.ndarray, u: np.ndarray, seed: int) -> np.ndarray:
+    """:data:`LINE_DRAWS` independent draws of t on one line (one row per draw, as a chain batches its walkers)."""
+    t_lo, t_hi = kng_sampler.l1_ball_chord(theta[None], u[None], 2.0)
+    rows = (np.repeat(theta[None], LINE_DRAWS, 0), np.repeat(u[None], LINE_DRAWS, 0))
+    return target.sample_line(
+        np.random.default_rng(seed), *rows, np.repeat(t_lo, LINE_DRAWS), np.repeat(t_hi, LINE_DRAWS)
+    )
+
+
+@pytest.mark.parametrize(
+    ("norm", "c", "theta", "angle"),
+    [
+        ("linf", 2.0, (0.2, 0.5), 0.3),  # near the mode: a window of a few dozen cuts
+        ("l2", 0.05, (0.2, 0.5), 1.2),  # flat: the window grows to the chord
+        ("l1", 1e6, (0.2, 0.5), 2.0),  # a point mass on the best piece
+        ("linf", 2.0, (-0.6, -0.9), 0.8),  # far from the mode: the window need not hold t = 0
+    ],
+)
+def test_quantile_line_draw_is_exact(windowed: None, norm: str, c: float, theta: tuple, angle: float) -> None:
+    X, v = small_data(LINE_ROWS, 6)
+    target = kng_sampler.QuantileTarget(X, v, 0.5, c, norm)
+    theta_, u = np.array(theta), np.array([np.cos(angle), np.sin(angle)])
+    assert not ks_check(line_draws(target, theta_, u, 0), line_cdf(target, theta_, u)).rejected
+
+
+def test_quantile_line_tails_are_drawn_exactly(windowed: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window forced to hold the middle third of the mass: most draws go through the tails' rejection step."""
+    X, v = small_data(LINE_ROWS, 7)
+    target = kng_sampler.QuantileTarget(X, v, 0.5, 0.05, "linf")
+    theta, u = np.array([0.2, 0.5]), np.array([np.cos(0.5), np.sin(0.5)])
+    cdf = line_cdf(target, theta, u)
+    grid = np.linspace(*np.concatenate(kng_sampler.l1_ball_chord(theta[None], u[None], 2.0)), 100_001)
+    window = np.interp([1 / 3, 2 / 3], cdf(grid), grid)
+    monkeypatch.setattr(kng_sampler, "NEGLIGIBLE", -np.inf)  # never widen the window
+    monkeypatch.setattr(kng_sampler, "_sampled_window", lambda *args: tuple(np.full(LINE_DRAWS, w) for w in window))
+    checked = []
+    exact_gradient = kng_sampler.QuantileTarget.gradient_on_line
+
+    def counting(self: kng_sampler.QuantileTarget, r: np.ndarray, a: np.ndarray, t: np.ndarray) -> np.ndarray:
+        checked.append(t.size)
+        return exact_gradient(self, r, a, t)
+
+    monkeypatch.setattr(kng_sampler.QuantileTarget, "gradient_on_line", counting)
+    assert not ks_check(line_draws(target, theta, u, 0), cdf).rejected
+    assert sum(checked) > LINE_DRAWS / 2
+    for factor, seed in ((0.7, 1), (1.3, 2)):
+        assert ks_check(line_draws(replace(target, c=0.05 * factor), theta, u, seed), cdf).rejected, (
+            f"no power x{factor}"
+        )
+
+
+# --------------------------------------------------------------------------
 # Two dimensions: the numerically normalised density
 # --------------------------------------------------------------------------
 
@@ -134,11 +214,9 @@ def least_squares_target(c: float, norm: str = "linf") -> kng_sampler.LeastSquar
 
 
 def quantile_chain(target: kng_sampler.QuantileTarget, B: float, seed: int) -> np.ndarray:
-    """:data:`CHAIN_DRAWS` independent draws made as ``kng.fit`` makes one (default sweeps, public warm-up)."""
+    """:data:`CHAIN_DRAWS` independent draws made as ``kng.fit`` makes one (default sweeps)."""
     sweeps = kng.default_steps(2, "quantreg")
-    c_start = kng.warm_up_start(target.y.size, np.array([[1.0, 1.0], [-1.0, 1.0]]), target.norm)
-    rng = np.random.default_rng(seed)
-    return kng_sampler.run_chains(rng, target, 2, B, sweeps, chains=CHAIN_DRAWS, c_start=c_start)
+    return kng_sampler.run_chains(np.random.default_rng(seed), target, 2, B, sweeps, chains=CHAIN_DRAWS)
 
 
 @pytest.mark.slow

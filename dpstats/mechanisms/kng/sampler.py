@@ -12,9 +12,9 @@ and ``g`` the gradient of the loss:
   ``y_i = x_i'theta`` (:class:`QuantileTarget`).
 
 The samplers depend on the data only through the target density: chains start
-at ``theta = 0`` (the centre of Theta, public), their number of sweeps and
-their warm-up schedule are fixed before the data are read, and no move has a
-step size:
+at ``theta = 0`` (the centre of Theta, public), their number of sweeps is
+fixed before the data are read, every sweep runs at the target's own c, and
+no move has a step size:
 
 * in one dimension the single line is the whole domain: one line draw (below)
   is an exact draw;
@@ -26,15 +26,15 @@ step size:
   is rejected, the chain below with an independence Metropolis-Hastings move
   from the same proposal (:func:`independence_step`);
 * quantile regression, d >= 2 (:func:`run_chains`): an ensemble of chains, each
-  sweep moving every walker by hit-and-run (:func:`hit_and_run_step`: a
-  direction uniform on the sphere) and by ensemble differential directions
-  (:func:`ensemble_step`); the first half of the sweeps warms up on flatter
-  densities (:func:`warm_up_schedule`).
+  sweep moving every walker by hit-and-run (a direction uniform on the
+  sphere) and by ensemble differential directions (:func:`half_sweep`).
 
 Every line move takes the chord of Theta through the current point (exact,
 :func:`l1_ball_chord`) and draws from the *exact* conditional density on it.
-On a line the quantile gradient is piecewise constant (n breakpoints) and the
-least-squares ``||a + t b||_K`` is piecewise linear for l1 and linf, so the
+On a line the quantile gradient is piecewise constant (n breakpoints): the
+conditional is drawn exactly with only a window of the breakpoints sorted and
+the tails beyond it drawn by rejection (:meth:`QuantileTarget.sample_line`).
+The least-squares ``||a + t b||_K`` is piecewise linear for l1 and linf, so the
 conditional is piecewise log-linear and is sampled exactly
 (:func:`sample_piecewise_exponential`: Gumbel-max over the pieces, then an
 inverse CDF). For least squares with l2 the conditional is log-concave and is
@@ -50,7 +50,7 @@ Every random number comes from dpstats/noise.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -67,6 +67,18 @@ KAPPA = 0.25
 L2_TRIES = 32
 #: Tangent offsets (in units of 1/c above the minimum) of the l2 envelope.
 _L2_OFFSETS = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+#: Quantile lines with more rows than this sort only a window of their cuts, placed from a stride sample
+#: of about this many rows (:func:`_sampled_window`; a speed setting: every value gives exact draws).
+WINDOW_SAMPLE = 512
+#: The window is meant to hold every t whose density is within e^-NEGLIGIBLE of the largest on it.
+NEGLIGIBLE = 20.0
+#: The sampled window reaches WINDOW_MARGIN times as far as needed, plus WINDOW_EXTRA sampled cuts;
+#: an end that falls short moves out at least WINDOW_GROWTH times the window's length (QuantileTarget.sample_line).
+WINDOW_MARGIN = 1.5
+WINDOW_EXTRA = 2
+WINDOW_GROWTH = 1.0
+#: The dual of each K-norm: ``|u'g| <= ||u||_K* ||g||_K``.
+DUAL_NORM = {"linf": "l1", "l2": "l2", "l1": "linf"}
 
 
 def k_norm(G: np.ndarray, norm: str) -> np.ndarray:
@@ -127,25 +139,6 @@ def sample_piecewise_exponential(
     length = np.take_along_axis(lengths, pick, 1)[:, 0]
     frac = _exponential_fraction(noise.uniform(rng, 0.0, 1.0, start.shape), np.take_along_axis(x, pick, 1)[:, 0])
     return start + frac * np.maximum(length, 0.0)
-
-
-def sample_piecewise_constant(rng: np.random.Generator, edges: np.ndarray, log_density: np.ndarray) -> np.ndarray:
-    """One exact draw per row from a piecewise-constant density (many pieces: the quantile lines).
-
-    Piece j of row r has log density ``log_density[r, j]`` on
-    ``[edges[r, j], edges[r, j + 1]]``; it is chosen by inverting the cumulative
-    masses (relative to the densest piece of positive length, so nothing
-    overflows; a piece below 1e-308 of it is never drawn), then t is uniform in it.
-    """
-    lengths = np.diff(edges, axis=1)
-    top = np.where(lengths > 0, log_density, -np.inf).max(axis=1, keepdims=True)
-    exponent = np.where(lengths > 0, log_density - np.where(np.isfinite(top), top, 0.0), -np.inf)
-    mass = np.exp(exponent) * np.maximum(lengths, 0.0)
-    cumulative = np.cumsum(mass, axis=1)
-    level = noise.uniform(rng, 0.0, 1.0, edges.shape[0]) * cumulative[:, -1]
-    pick = np.minimum((cumulative <= level[:, None]).sum(axis=1), lengths.shape[1] - 1)
-    row = np.arange(edges.shape[0])
-    return edges[row, pick] + noise.uniform(rng, 0.0, 1.0, pick.shape) * np.maximum(lengths[row, pick], 0.0)
 
 
 def _pieces_from_values(edges: np.ndarray, h: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
@@ -260,50 +253,241 @@ class QuantileTarget:
     tau: float
     c: float
     norm: str
+    #: ``X'`` stored row-major, so that the products with it are contiguous passes. They are
+    #: ``np.einsum`` loops, not BLAS: with a dimension of size d, a threaded BLAS on a busy machine is
+    #: slower than the loop by orders of magnitude (8 ms against 0.3 ms for 6 lines at n = 10^5).
+    XT: np.ndarray = field(init=False, repr=False, compare=False)
+    #: ``tau sum_i x_i``: g is the sum of the rows below the fit minus this.
+    offset: np.ndarray = field(init=False, repr=False, compare=False)
+    #: Arrays of n numbers per line that :meth:`sample_line` reuses, by batch size (shared by the copies
+    #: ``dataclasses.replace`` makes), so that a chain does not allocate and page them in at every move.
+    scratch: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "XT", np.ascontiguousarray(self.X.T, dtype=float))
+        object.__setattr__(self, "offset", self.tau * self.XT.sum(axis=1))
 
     def gradient(self, theta: np.ndarray) -> np.ndarray:
         """Gradients at the rows of ``theta``."""
-        below = (self.y[None, :] <= theta @ self.X.T).astype(float)
-        return below @ self.X - self.tau * self.X.sum(axis=0)
+        below = (self.y[None, :] <= np.einsum("kd,dn->kn", theta, self.XT)).astype(float)
+        return np.einsum("kn,dn->kd", below, self.XT) - self.offset
 
     def utility(self, theta: np.ndarray) -> np.ndarray:
         """``||g(theta)||_K`` at the rows of ``theta``."""
         return k_norm(self.gradient(theta), self.norm)
 
+    def gradient_on_line(self, r: np.ndarray, a: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """g at ``theta + t u`` per line, from ``r = y - X theta`` and ``a = X u`` (one line per row)."""
+        return np.einsum("kn,dn->kd", (r <= t[:, None] * a).astype(float), self.XT) - self.offset
+
     def sample_line(
         self, rng: np.random.Generator, theta: np.ndarray, u: np.ndarray, t_lo: np.ndarray, t_hi: np.ndarray
     ) -> np.ndarray:
-        """An exact draw of t: the conditional is piecewise constant with breakpoints ``r_i / a_i``.
+        """An exact draw of t from the piecewise-constant conditional density on each chord.
 
         With ``r_i = y_i - x_i'theta`` and ``a_i = x_i'u``, row i is below the
         fit at ``theta + t u`` iff ``r_i <= t a_i``: it joins the sum (``+x_i``)
-        when t passes ``r_i / a_i`` upwards if ``a_i > 0`` and leaves it
-        (``-x_i``) if ``a_i < 0``. One sort of the breakpoints inside the chord,
-        then a cumulative sum per coordinate gives g on every piece: O(n log n).
+        when t passes the cut ``r_i / a_i`` upwards if ``a_i > 0`` and leaves it
+        (``-x_i``) if ``a_i < 0``, so g is piecewise constant with n breakpoints.
+        Only the cuts inside a window ``[t_a, t_b]`` are sorted into exact pieces
+        (:func:`_window_pieces`). Beyond it, ``h(t) = u'g(theta + t u)`` (the
+        derivative of the convex loss along the line: nondecreasing, each cut
+        adds ``|a_i|``) bounds ``||g||_K >= |h| / ||u||_K*`` (the dual norm) by
+        its value at the window's end, and the two tails are drawn by rejection
+        from that bound (:func:`_draw_pieces`): every draw is exact. The window
+        is meant to hold every t whose density is within ``e^-NEGLIGIBLE`` of the
+        largest density m of its pieces: it is accepted once
+        ``|h| >= ||u||_K* (m + NEGLIGIBLE / c)`` at both ends (or an end is the
+        chord's). With more than :data:`WINDOW_SAMPLE` rows it is first placed
+        from a stride sample of the cuts (:func:`_sampled_window`, as if m were
+        0), and an end that falls short moves out to where the rate at which h
+        grew inside the window says it will pass the bound (with
+        :data:`WINDOW_MARGIN`), and at least :data:`WINDOW_GROWTH` times the
+        window's length plus a :data:`WINDOW_SAMPLE`-th of the chord further;
+        with fewer rows the window is the chord.
         """
-        k, d = theta.shape
-        n = self.y.size
-        XT = self.X.T
-        r = self.y[None, :] - theta @ XT
-        a = u @ XT
-        g_lo = (r <= t_lo[:, None] * a).astype(float) @ self.X - self.tau * XT.sum(axis=1)
+        k = theta.shape[0]
+        if k not in self.scratch:
+            self.scratch[k] = (*(np.empty((k, self.y.size)) for _ in range(4)), np.empty((k, self.y.size), dtype=bool))
+        r, a, cuts, below, mask = self.scratch[k]
+        np.subtract(self.y, np.einsum("kd,dn->kn", theta, self.XT, out=r), out=r)
+        np.einsum("kd,dn->kn", u, self.XT, out=a)
         with np.errstate(divide="ignore", invalid="ignore"):
-            cuts = r / a
-            crossed = (cuts > t_lo[:, None]) & (cuts < t_hi[:, None])  # inside the chord
-        cuts = np.where(crossed, cuts, np.inf)
-        signs = np.where(crossed, np.sign(a), 0.0)
-        order = np.argsort(cuts, axis=1)
-        flat = (order + (np.arange(k) * n)[:, None]).ravel()
-        sorted_signs = signs.ravel()[flat].reshape(k, n)
-        g = np.empty((d, k, n + 1))  # coordinate-major: every pass below is contiguous
-        for j in range(d):
-            g[j, :, 0] = g_lo[:, j]
-            np.cumsum(sorted_signs * XT[j][order], axis=1, out=g[j, :, 1:])
-            g[j, :, 1:] += g_lo[:, j, None]
-        edges = np.empty((k, n + 2))
-        edges[:, 0], edges[:, -1] = t_lo, t_hi
-        np.minimum(cuts.ravel()[flat].reshape(k, n), t_hi[:, None], out=edges[:, 1:-1])
-        return sample_piecewise_constant(rng, edges, -self.c * k_norm(np.moveaxis(g, 0, -1), self.norm))
+            np.divide(r, a, out=cuts)
+        np.copyto(below, np.less_equal(r, 0.0, out=mask))
+        g_0 = np.einsum("kn,dn->kd", below, self.XT) - self.offset
+        dual = k_norm(u, DUAL_NORM[self.norm])
+        if self.y.size > WINDOW_SAMPLE:
+            t_a, t_b = _sampled_window(a, cuts, (g_0 * u).sum(axis=1), dual * NEGLIGIBLE / self.c, t_lo, t_hi)
+        else:
+            t_a, t_b = t_lo, t_hi
+        while True:
+            pieces = _window_pieces(self, a, cuts, mask, g_0, t_lo, t_a, t_b, t_hi)
+            h_a, h_b = (pieces.g_a * u).sum(axis=1), (pieces.g_b * u).sum(axis=1)
+            reach = dual * (pieces.least + NEGLIGIBLE / self.c)
+            short_a, short_b = (t_a > t_lo) & (h_a > -reach), (t_b < t_hi) & (h_b < reach)
+            if not (short_a.any() or short_b.any()):
+                break
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rate = (h_b - h_a) / (t_b - t_a)
+                far_a = t_a - WINDOW_MARGIN * (h_a + reach) / rate
+                far_b = t_b + WINDOW_MARGIN * (reach - h_b) / rate
+            step = WINDOW_GROWTH * (t_b - t_a) + (t_hi - t_lo) / WINDOW_SAMPLE
+            t_a = np.where(short_a, np.maximum(t_lo, np.fmin(far_a, t_a - step)), t_a)
+            t_b = np.where(short_b, np.minimum(t_hi, np.fmax(far_b, t_b + step)), t_b)
+        bounds = np.stack([np.maximum(-h_a, 0.0), np.maximum(h_b, 0.0)], axis=1) / dual[:, None]
+        return _draw_pieces(rng, self, r, a, pieces, bounds)
+
+
+def _sampled_window(
+    a: np.ndarray, cuts: np.ndarray, h_0: np.ndarray, reach: np.ndarray, t_lo: np.ndarray, t_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(t_a, t_b)``: a window placed from every s-th row's cut, ``s = n // WINDOW_SAMPLE``.
+
+    The sampled cuts inside the chord, in order, each adding ``s |a_i|``,
+    give h approximately on the line (exactly ``h_0`` at t = 0); the window
+    is where it lies within ``-+ WINDOW_MARGIN reach`` (around the minimum of
+    the loss on the line, where h crosses 0), widened by :data:`WINDOW_EXTRA`
+    sampled cuts at each end. It only decides how much of the line is sorted,
+    never the draw.
+    """
+    stride = cuts.shape[1] // WINDOW_SAMPLE
+    sampled = cuts[:, ::stride]
+    inside = (sampled > t_lo[:, None]) & (sampled < t_hi[:, None])
+    order = np.argsort(np.where(inside, sampled, np.inf), axis=1)
+    inside = np.take_along_axis(inside, order, 1)
+    position = np.concatenate(
+        [t_lo[:, None], np.where(inside, np.take_along_axis(sampled, order, 1), t_hi[:, None]), t_hi[:, None]], axis=1
+    )
+    h = np.zeros((order.shape[0], order.shape[1] + 1))  # h on the piece after j sampled cuts
+    np.cumsum(
+        np.where(inside, stride * np.abs(np.take_along_axis(a[:, ::stride], order, 1)), 0.0), axis=1, out=h[:, 1:]
+    )
+    rows = np.arange(h.shape[0])
+    h += (h_0 - h[rows, np.count_nonzero(inside & (position[:, 1:-1] <= 0.0), axis=1)])[:, None]
+    last = h.shape[1] - 1
+    left = np.count_nonzero(h <= -WINDOW_MARGIN * reach[:, None], axis=1)
+    right = last + 1 - np.count_nonzero(h >= WINDOW_MARGIN * reach[:, None], axis=1)
+    return position[rows, np.maximum(left - WINDOW_EXTRA, 0)], position[
+        rows, np.minimum(right + WINDOW_EXTRA, last + 1)
+    ]
+
+
+@dataclass(frozen=True)
+class _WindowPieces:
+    """The exact pieces of each line's window ``[t_a, t_b]`` and its two tails, one row per line.
+
+    Column 0 is the left tail ``[t_lo, t_a]``, column 1 the right tail
+    ``[t_b, t_hi]``, column 2 the piece from t_a to the first cut inside the
+    window, column 2 + j the piece from the j-th cut (in order) to the next one
+    or to t_b; rows are padded with empty pieces. ``log_mass`` is
+    ``log(length) - c ||g||_K`` on a piece (-inf if empty); the tails' entries
+    are left to :func:`_draw_pieces`. ``g_a`` and ``g_b`` are g just inside t_a
+    and t_b, ``least`` the smallest ``||g||_K`` on a piece of positive length.
+    """
+
+    start: np.ndarray
+    length: np.ndarray
+    log_mass: np.ndarray
+    g_a: np.ndarray
+    g_b: np.ndarray
+    least: np.ndarray
+
+
+def _window_pieces(
+    target: QuantileTarget,
+    a: np.ndarray,
+    cuts: np.ndarray,
+    mask: np.ndarray,
+    g_0: np.ndarray,
+    t_lo: np.ndarray,
+    t_a: np.ndarray,
+    t_b: np.ndarray,
+    t_hi: np.ndarray,
+) -> _WindowPieces:
+    """Sort the cuts inside each window and cumulate their moves ``sign(a_i) x_i`` from g just inside t_a.
+
+    That g follows from ``g_0`` (g at t = 0) and the moves of the window's
+    cuts up to 0 when the window holds 0, else from the moves of the cuts
+    between 0 and t_a (one pass over the rows). A window holding most of the
+    cuts is sorted in place; a narrower one is first gathered into a row of
+    the length of the fullest window (padded with +inf). ``mask`` is scratch
+    space of the shape of ``cuts``.
+    """
+    XT, c, norm = target.XT, target.c, target.norm
+    k, n = cuts.shape
+    np.greater(cuts, t_a[:, None], out=mask)
+    mask &= cuts < t_b[:, None]
+    count = np.count_nonzero(mask, axis=1)
+    m = int(count.max(initial=0))
+    if 4 * count.sum() > cuts.size:
+        column = np.argsort(np.where(mask, cuts, np.inf), axis=1)[:, :m]
+        cut = np.take_along_axis(cuts, column, 1)
+    else:
+        index = np.flatnonzero(mask)
+        row = index // n
+        slot = (row, np.arange(index.size) - (np.cumsum(count) - count)[row])
+        padded, column = np.full((k, m), np.inf), np.zeros((k, m), dtype=np.intp)
+        padded[slot], column[slot] = cuts.ravel()[index], index - row * n
+        order = np.argsort(padded, axis=1)
+        column, cut = np.take_along_axis(column, order, 1), np.take_along_axis(padded, order, 1)
+    valid = np.arange(cut.shape[1]) < count[:, None]
+    sign = np.where(valid, np.sign(np.take_along_axis(a, column, 1)), 0.0)
+    partial = np.zeros((XT.shape[0], k, cut.shape[1] + 1))  # the moves' partial sums, coordinate-major
+    np.cumsum(XT[:, column] * sign, axis=2, out=partial[:, :, 1:])
+    g_a = g_0 - partial[:, np.arange(k), np.count_nonzero(valid & (cut <= 0.0), axis=1)].T
+    away = np.flatnonzero((t_a > 0.0) | (t_b < 0.0))
+    if away.size:  # the moves of the cuts between 0 and t_a, compared as the window's own cuts are
+        lo, hi = np.minimum(t_a[away], 0.0)[:, None], np.maximum(t_a[away], 0.0)[:, None]
+        between = ((cuts[away] > lo) & (cuts[away] <= hi)) * np.sign(a[away])
+        g_a[away] = g_0[away] + np.sign(t_a[away])[:, None] * np.einsum("kn,dn->kd", between, XT)
+    g_b = g_a + partial[:, :, -1].T
+    g = partial[:, :, 1:] + g_a.T[:, :, None]
+    edges = np.concatenate([t_a[:, None], np.where(valid, cut, t_b[:, None]), t_b[:, None]], axis=1)
+    start = np.concatenate([t_lo[:, None], t_b[:, None], edges[:, :-1]], axis=1)
+    length = np.concatenate([(t_a - t_lo)[:, None], (t_hi - t_b)[:, None], np.diff(edges, axis=1)], axis=1)
+    norms = np.concatenate([np.zeros((k, 2)), k_norm(g_a, norm)[:, None], k_norm(np.moveaxis(g, 0, -1), norm)], axis=1)
+    least = np.where(length[:, 2:] > 0, norms[:, 2:], np.inf).min(axis=1)
+    with np.errstate(divide="ignore"):
+        log_mass = np.log(np.maximum(length, 0.0)) - c * norms
+    return _WindowPieces(start, length, log_mass, g_a, g_b, np.where(np.isfinite(least), least, norms[:, 2]))
+
+
+def _draw_pieces(
+    rng: np.random.Generator,
+    target: QuantileTarget,
+    r: np.ndarray,
+    a: np.ndarray,
+    pieces: _WindowPieces,
+    bounds: np.ndarray,
+) -> np.ndarray:
+    """Rejection from the window's exact pieces and the tails' envelopes ``e^(-c bound)``: an exact draw per row.
+
+    An item (a tail or a piece) is chosen by Gumbel-max over the log masses,
+    t uniformly in it; a t in a tail is accepted with probability
+    ``e^(-c (||g(t)||_K - bound))`` (g(t) computed exactly), a rejected row draws again.
+    """
+    c = target.c
+    log_mass = pieces.log_mass.copy()
+    log_mass[:, :2] -= c * bounds
+    t = np.empty(log_mass.shape[0])
+    todo = np.arange(log_mass.shape[0])
+    while todo.size:
+        scores = log_mass[todo] + noise.gumbel(rng, (todo.size, log_mass.shape[1]))
+        pick = np.argmax(scores, axis=1)
+        proposal = pieces.start[todo, pick] + noise.uniform(rng, 0.0, 1.0, todo.size) * np.maximum(
+            pieces.length[todo, pick], 0.0
+        )
+        tail = (pick < 2) & np.isfinite(scores[np.arange(todo.size), pick])
+        accept = ~tail
+        if tail.any():
+            lines = todo[tail]
+            g = target.gradient_on_line(r[lines], a[lines], proposal[tail])
+            log_ratio = -c * (k_norm(g, target.norm) - bounds[lines, pick[tail]])
+            accept[tail] = np.log(noise.uniform(rng, 0.0, 1.0, lines.size)) < log_ratio
+        t[todo[accept]] = proposal[accept]
+        todo = todo[~accept]
+    return t
 
 
 Target = LeastSquaresTarget | QuantileTarget
@@ -386,31 +570,42 @@ def hit_and_run_step(rng: np.random.Generator, target: Target, theta: np.ndarray
     return line_move(rng, target, theta, uniform_directions(rng, theta.shape[0], theta.shape[1]), B)
 
 
-def ensemble_step(
-    rng: np.random.Generator, target: Target, walkers: np.ndarray, B: float, mine: np.ndarray, other: np.ndarray
-) -> np.ndarray:
-    """Move the walkers ``mine`` along differences of two distinct walkers of ``other``.
+def ensemble_directions(rng: np.random.Generator, group: np.ndarray, m: int) -> np.ndarray:
+    """``m`` unit directions per replica, each ``theta_j - theta_k`` for an ordered pair of walkers of ``group``.
 
-    ``walkers`` has shape (replicas, W, d). For each walker of ``mine`` the
-    direction is ``theta_j - theta_k`` for a uniformly chosen ordered pair of
-    distinct walkers of ``other`` (an isotropic direction if they coincide):
-    a symmetric distribution that does not depend on the moving walker, so the
-    exact line move leaves the KNG density invariant given ``other`` and the
-    ensemble's product density invariant (the "differential" directions of
-    ensemble samplers: they follow the target's elongation, with no tuning).
+    ``group`` has shape (replicas, k, d), k >= 3 walkers; the pair is uniform
+    over the ordered pairs of distinct walkers (an isotropic direction if they
+    coincide): a symmetric distribution that does not depend on the walkers it
+    moves (the "differential" directions of ensemble samplers: they follow the
+    target's elongation, with no tuning). Returns shape (replicas, m, d).
     """
-    replicas, _, d = walkers.shape
-    m, k = mine.size, other.size
+    replicas, k, d = group.shape
     first = np.minimum((noise.uniform(rng, 0.0, 1.0, (replicas, m)) * k).astype(int), k - 1)
     shift = 1 + np.minimum((noise.uniform(rng, 0.0, 1.0, (replicas, m)) * (k - 1)).astype(int), k - 2)
-    group = walkers[:, other]
     u = np.take_along_axis(group, first[..., None], 1) - np.take_along_axis(group, ((first + shift) % k)[..., None], 1)
     u = u.reshape(-1, d)
     norms = np.sqrt((u * u).sum(axis=1, keepdims=True))
     u = np.where(norms > 0, u / np.where(norms > 0, norms, 1.0), uniform_directions(rng, u.shape[0], d))
-    out = walkers.copy()
-    out[:, mine] = line_move(rng, target, walkers[:, mine].reshape(-1, d), u, B).reshape(replicas, m, d)
-    return out
+    return u.reshape(replicas, m, d)
+
+
+def half_sweep(
+    rng: np.random.Generator, target: Target, walkers: np.ndarray, B: float, mine: np.ndarray, other: np.ndarray
+) -> np.ndarray:
+    """One line move of every walker: ``mine`` along differences of walkers of ``other``, ``other`` isotropically.
+
+    ``walkers`` has shape (replicas, W, d). The directions of ``mine``
+    (:func:`ensemble_directions`) depend on ``other`` only, so the move of
+    ``mine`` leaves the product of KNG densities invariant given ``other``; the
+    hit-and-run moves of ``other`` (directions uniform on the sphere) do not
+    look at ``mine``, so making them in the same batch is making them after
+    it. All the lines are drawn in one call of the target's line sampler.
+    """
+    replicas, W, d = walkers.shape
+    u = np.empty_like(walkers)
+    u[:, mine] = ensemble_directions(rng, walkers[:, other], mine.size)
+    u[:, other] = uniform_directions(rng, replicas * other.size, d).reshape(replicas, other.size, d)
+    return line_move(rng, target, walkers.reshape(-1, d), u.reshape(-1, d), B).reshape(replicas, W, d)
 
 
 def ensemble_size(d: int) -> int:
@@ -537,7 +732,6 @@ def run_chains(
     sweeps: int,
     chains: int = 1,
     independence_lam: float | None = None,
-    c_start: float | None = None,
 ) -> np.ndarray:
     """``chains`` independent draws: walker 0 of an ensemble after ``sweeps`` sweeps from ``theta = 0``.
 
@@ -546,40 +740,23 @@ def run_chains(
     ``chains`` independent ensembles of :func:`ensemble_size` walkers starts
     with every walker at 0, and each sweep moves every walker by an
     independence proposal (least squares, when ``independence_lam`` is given),
-    an isotropic hit-and-run move, then an ensemble move of each half given
-    the other (:func:`ensemble_step`). With ``c_start`` the sweeps follow
-    :func:`warm_up_schedule`; the sweeps at the target's own c leave the
-    product of KNG densities invariant, so each walker's law tends to it.
+    then two half sweeps (:func:`half_sweep`): the first half moves along
+    differences of the second while the second moves by hit-and-run, then the
+    roles swap. Every move leaves the product of KNG densities invariant, so
+    each walker's law tends to it.
     """
     if d == 1:
         return hit_and_run_step(rng, target, np.zeros((chains, 1)), B)
     W = ensemble_size(d)
     walkers = np.zeros((chains, W, d))
     halves = (np.arange(W // 2), np.arange(W // 2, W))
-    for c in warm_up_schedule(target.c, c_start, sweeps):
-        tempered = replace(target, c=c)
+    for _ in range(sweeps):
         flat = walkers.reshape(-1, d)
         if independence_lam is not None:
-            flat = independence_step(rng, tempered, flat, B, independence_lam * target.c / c)
-        walkers = hit_and_run_step(rng, tempered, flat, B).reshape(chains, W, d)
-        walkers = ensemble_step(rng, tempered, walkers, B, halves[0], halves[1])
-        walkers = ensemble_step(rng, tempered, walkers, B, halves[1], halves[0])
+            flat = independence_step(rng, target, flat, B, independence_lam)
+        walkers = half_sweep(rng, target, flat.reshape(chains, W, d), B, *halves)
+        walkers = half_sweep(rng, target, walkers, B, *halves[::-1])
     return walkers[:, 0]
-
-
-def warm_up_schedule(c: float, c_start: float | None, sweeps: int) -> np.ndarray:
-    """The concentration of each sweep: geometric from ``c_start`` to ``c`` over the first half, then ``c``.
-
-    A public schedule (``c_start`` comes from n and the declared bounds, never
-    from the data) that lets the walkers find where a very concentrated
-    density (large n eps) lives before the second half runs at the target's
-    own ``c``; only that half's kernels leave the KNG density invariant.
-    """
-    if c_start is None or c_start >= c:
-        return np.full(sweeps, c)
-    warm = sweeps // 2
-    ramp = c_start * (c / c_start) ** (np.arange(warm) / max(warm, 1))
-    return np.concatenate([ramp, np.full(sweeps - warm, c)])
 
 
 def probe_points(d: int, B: float, pairs: int = 12) -> np.ndarray:
