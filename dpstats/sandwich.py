@@ -144,13 +144,20 @@ class NoisyMeat:
     noise_variance: np.ndarray
 
 
-def meat_split(eps: float, p: int, intercept_index: int | None) -> tuple[tuple[str, float], ...]:
+MEAT_NAMES = ("SE: RSS", "SE: HC meat")
+"""The names of :func:`release_meat`'s two releases: the intercept's entry alone, then the rest."""
+
+
+def meat_split(
+    eps: float, p: int, intercept_index: int | None, names: tuple[str, str] = MEAT_NAMES
+) -> tuple[tuple[str, float], ...]:
     """The releases of :func:`release_meat` for p columns and their budgets (for ``res.privacy.split``)."""
+    alone, rest = names
     if intercept_index is None:
-        return (("SE: HC meat", eps),)
+        return ((rest, eps),)
     if p == 1:
-        return (("SE: RSS", eps),)
-    return (("SE: RSS", eps * RSS_SHARE), ("SE: HC meat", eps * (1.0 - RSS_SHARE)))
+        return ((alone, eps),)
+    return ((alone, eps * RSS_SHARE), (rest, eps * (1.0 - RSS_SHARE)))
 
 
 def release_meat(
@@ -161,31 +168,34 @@ def release_meat(
     residual_bound: float,
     eps: float,
     intercept_index: int | None,
+    names: tuple[str, str] = MEAT_NAMES,
 ) -> NoisyMeat:
     """Release the meat of rows ``W`` (in the box ``bounds``) with ``|residuals| <= residual_bound``, at budget eps.
 
     With an intercept: its entry (the RSS) alone at ``RSS_SHARE * eps``, then
     the other entries weighted (:func:`meat_weights`) at the rest; without,
-    every entry in one release.
+    every entry in one release. ``names`` name the two releases (any weighted
+    sum of ``r_i^2 w_i w_i'`` with bounded ``r_i`` is released the same way).
     """
     p = W.shape[1]
+    alone, rest = names
     full = meat(W, residuals)
     widths = entry_widths(bounds, residual_bound)
-    parts = dict(meat_split(eps, p, intercept_index))
+    parts = dict(meat_split(eps, p, intercept_index, names))
     if intercept_index is None:
-        sensitivity, budget = float(widths.sum()), parts["SE: HC meat"]
-        noisy = np.atleast_1d(laplace_mechanism(rng, full, sensitivity, budget, "SE: HC meat"))
+        sensitivity, budget = float(widths.sum()), parts[rest]
+        noisy = np.atleast_1d(laplace_mechanism(rng, full, sensitivity, budget, rest))
         return NoisyMeat(from_upper_triangle(noisy, p), np.full(full.size, 2.0 * (sensitivity / budget) ** 2))
     rows, cols = np.triu_indices(p)
     rss = (rows == intercept_index) & (cols == intercept_index)
     noisy, variance = full.astype(float), np.zeros(full.size)
-    budget = parts["SE: RSS"]
-    noisy[rss] = laplace_mechanism(rng, full[rss], float(widths[rss].sum()), budget, "SE: RSS")
+    budget = parts[alone]
+    noisy[rss] = laplace_mechanism(rng, full[rss], float(widths[rss].sum()), budget, alone)
     variance[rss] = 2.0 * (widths[rss].sum() / budget) ** 2
     if p > 1:  # an intercept alone has no other entry
         weights = meat_weights(p, intercept_index)[~rss]
-        sensitivity, budget = float((weights * widths[~rss]).sum()), parts["SE: HC meat"]
-        released = laplace_mechanism(rng, weights * full[~rss], sensitivity, budget, "SE: HC meat")
+        sensitivity, budget = float((weights * widths[~rss]).sum()), parts[rest]
+        released = laplace_mechanism(rng, weights * full[~rss], sensitivity, budget, rest)
         noisy[~rss] = np.atleast_1d(released) / weights
         variance[~rss] = 2.0 * (sensitivity / budget / weights) ** 2
     return NoisyMeat(from_upper_triangle(noisy, p), variance)
