@@ -124,7 +124,7 @@ def methods() -> dict[str, Fitter]:
 
     def gd(variant: str, delta: float) -> Fitter:
         def fit(design: Design, eps: float, rng: np.random.Generator) -> Release:
-            return gradient.fit(design, PrivacyRequest(eps, delta), rng, variant=variant)
+            return gradient.fit(design, PrivacyRequest(eps, delta, se_share=0.0), rng, variant=variant)
 
         return fit
 

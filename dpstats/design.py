@@ -46,8 +46,11 @@ class Design:
     ``x_bounds[j]`` and ``y_bounds`` are derived from the declared bounds only;
     every row of ``X`` and ``y`` lies inside them (the data were clipped).
     ``intercept_index`` is the column of ones, if the formula has one.
-    ``variables`` (set by the formula front end, None for designs built from
-    arrays) are the formula's variables before patsy coded them.
+    ``one_hot_blocks`` are groups of columns of which every row has at most one
+    1 and zeros elsewhere (treatment-coded categorical terms), known from the
+    formula and the declared levels: public structure that sensitivities may
+    use. ``variables`` (set by the formula front end, None for designs built
+    from arrays) are the formula's variables before patsy coded them.
     """
 
     y: np.ndarray
@@ -57,6 +60,7 @@ class Design:
     y_bounds: tuple[float, float] | None
     x_bounds: np.ndarray | None
     intercept_index: int | None
+    one_hot_blocks: tuple[tuple[int, ...], ...] = ()
     variables: Variables | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -216,6 +216,33 @@ def column_bounds(design_info, bounds: dict[str, Interval]) -> tuple[np.ndarray,
     return out, unknown
 
 
+def _is_one_hot(matrix: np.ndarray) -> bool:
+    """Every row of a contrast matrix is 0 or a unit vector (patsy's Treatment coding, or full rank)."""
+    return bool(np.all((matrix == 0) | (matrix == 1)) and np.all(matrix.sum(axis=1) <= 1))
+
+
+def one_hot_blocks(design_info) -> tuple[tuple[int, ...], ...]:
+    """The design's one-hot blocks: columns of which every row has at most one 1 and zeros elsewhere.
+
+    A subterm whose factors are all categorical with one-hot contrast matrices
+    (patsy's default Treatment coding, or the full-rank coding without an
+    intercept) codes each combination of levels as a product of unit vectors:
+    a unit vector or zero. Decided from the formula and the declared levels
+    only, so it is public; mechanisms use it for sensitivities that do not grow
+    with the number of levels (dpstats/mechanisms/noisystats/mechanism.py).
+    """
+    blocks = []
+    for term, subterms in design_info.term_codings.items():
+        start = design_info.term_slices[term].start
+        for subterm in subterms:
+            width = int(subterm.num_columns)
+            categorical = subterm.factors and all(f in subterm.contrast_matrices for f in subterm.factors)
+            if categorical and all(_is_one_hot(np.asarray(m.matrix)) for m in subterm.contrast_matrices.values()):
+                blocks.append(tuple(range(start, start + width)))
+            start += width
+    return tuple(blocks)
+
+
 # --------------------------------------------------------------------------
 # Step 1: the design's shape from public metadata
 # --------------------------------------------------------------------------
@@ -409,6 +436,7 @@ def build_design(
         y_bounds=y_bounds,
         x_bounds=x_bounds,
         intercept_index=intercept[0] if intercept else None,
+        one_hot_blocks=one_hot_blocks(x_info),
         variables=Variables(
             frame=frame,
             response=tuple(lhs_vars),

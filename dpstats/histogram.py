@@ -6,7 +6,10 @@ cell counts of a histogram over the named columns with Laplace noise (Lei
 dpstats/mechanisms/histogram/__init__.py) and returns a
 :class:`NoisyHistogram` that holds only the noisy counts and the public
 layout. Its ``.ols(formula)``, ``.quantreg(formula, q)`` and ``.to_frame()``
-are post-processing: they spend nothing further, however many are run.
+are post-processing: they spend nothing further, however many are run, and
+each fit carries standard errors and intervals (a parametric bootstrap of the
+release, dpstats/mechanisms/histogram/inference.py) -- the same as
+``dp_ols``/``dp_quantreg`` with ``method="histogram"`` give on the same bins.
 This module is the front end of the family: it reads the data frame and the
 formulas; the mechanism's modules never import it.
 """
@@ -126,7 +129,10 @@ def noisy_histogram(
         per declared level. A column without declared levels is numeric,
         whatever its dtype (a bool column: declare ``[False, True]``).
     bins : bins per numeric column: an int for all, a dict per column, or None
-        for the paper's rule (:func:`default_bins`).
+        for the default (:func:`~dpstats.mechanisms.histogram.layout.default_bins`:
+        the paper's rule undersmoothed for least squares' intervals;
+        ``dp_quantreg(method="histogram")`` uses twice as many bins per axis,
+        which quantile fits on this histogram get by passing them here).
     threshold : the fits' default: ``"enhanced"`` (``A log(n) / eps`` with
         A = 1/2, section 4.2), ``"nonnegative"`` (Algorithm 1'), ``"none"``
         (Algorithm 1) or a number A for ``A log(n) / eps``.

@@ -119,6 +119,50 @@ def clipped_residuals(y: np.ndarray, fitted: np.ndarray, bound: float) -> np.nda
     return np.clip(y - fitted, -bound, bound)
 
 
+@dataclass(frozen=True)
+class RowNorms:
+    """Bounds on ``||w||_1`` and ``||w||_2^2`` over a design's possible rows w (intercept excluded).
+
+    For a box alone these are what the box gives; with one-hot blocks (a
+    categorical term's treatment dummies: at most one 1 per row) they do not
+    grow with the number of levels (:func:`row_norms`). A quadratic form's
+    entries then move by at most ``||upper(w w')||_1 <= (||w||_1^2 + ||w||_2^2) / 2``.
+    """
+
+    l1: float
+    l2sq: float
+
+    def quadratic(self) -> float:
+        """The bound on ``||upper(w w')||_1 = (||w||_1^2 + ||w||_2^2) / 2``."""
+        return (self.l1**2 + self.l2sq) / 2.0
+
+
+def row_norms(n_columns: int, blocks: tuple[tuple[int, ...], ...], centre: np.ndarray | None = None) -> RowNorms:
+    """Bounds on the norms of ``w = u - m`` for unit-scale rows u (columns in [0, 1], one-hot ``blocks``).
+
+    With ``centre=None`` m is any possible row (so that ``w`` is the difference
+    of two rows): a column outside the blocks adds at most 1 to both norms, a
+    block of two or more columns at most 2 (``e_i - e_j``), a one-column block 1.
+    With a public ``centre`` c, m = c: a column adds ``max(c_j, 1 - c_j)`` and
+    its square, a block the largest norms of ``e_i - c`` over its levels (the
+    reference level's row is 0).
+    """
+    in_block = {j for block in blocks for j in block}
+    free = [j for j in range(n_columns) if j not in in_block]
+    if centre is None:
+        l1 = len(free) + sum(2.0 if len(block) > 1 else 1.0 for block in blocks)
+        return RowNorms(float(l1), float(l1))
+    c = np.asarray(centre, dtype=float)
+    reach = np.maximum(c[free], 1.0 - c[free])
+    l1, l2sq = float(reach.sum()), float((reach**2).sum())
+    for block in blocks:
+        cb = c[list(block)]
+        rows = np.vstack([np.zeros(len(block)), np.eye(len(block))]) - cb
+        l1 += float(np.abs(rows).sum(axis=1).max())
+        l2sq += float((rows**2).sum(axis=1).max())
+    return RowNorms(l1, l2sq)
+
+
 INTERCEPT_WEIGHT = 0.2
 """Weight of the intercept's cross entries in the meat's release (:func:`meat_weights`)."""
 SHRINK = 2.0
@@ -168,14 +212,20 @@ def release_meat(
     residual_bound: float,
     eps: float,
     intercept_index: int | None,
+    norms: RowNorms | None = None,
     names: tuple[str, str] = MEAT_NAMES,
 ) -> NoisyMeat:
     """Release the meat of rows ``W`` (in the box ``bounds``) with ``|residuals| <= residual_bound``, at budget eps.
 
     With an intercept: its entry (the RSS) alone at ``RSS_SHARE * eps``, then
     the other entries weighted (:func:`meat_weights`) at the rest; without,
-    every entry in one release. ``names`` name the two releases (any weighted
-    sum of ``r_i^2 w_i w_i'`` with bounded ``r_i`` is released the same way).
+    every entry in one release. ``norms`` (with an intercept: bounds on the
+    norms of the non-intercept part of a row) gives a second valid sensitivity
+    of the rest, ``2 R^2 (w0 ||w||_1 + (||w||_1^2 + ||w||_2^2) / 2)`` with w0 the
+    intercept entries' weight (one row's weighted entries, each at most R^2
+    times ``|w_j w_k|``, for the row leaving and the row arriving); the smaller
+    of the two is used. ``names`` name the two releases (any weighted sum of
+    ``r_i^2 w_i w_i'`` with bounded ``r_i`` is released the same way).
     """
     p = W.shape[1]
     alone, rest = names
@@ -195,6 +245,9 @@ def release_meat(
     if p > 1:  # an intercept alone has no other entry
         weights = meat_weights(p, intercept_index)[~rss]
         sensitivity, budget = float((weights * widths[~rss]).sum()), parts[rest]
+        if norms is not None:
+            structured = 2.0 * residual_bound**2 * (INTERCEPT_WEIGHT * norms.l1 + norms.quadratic())
+            sensitivity = min(sensitivity, structured)
         released = laplace_mechanism(rng, weights * full[~rss], sensitivity, budget, rest)
         noisy[~rss] = np.atleast_1d(released) / weights
         variance[~rss] = 2.0 * (sensitivity / budget / weights) ** 2

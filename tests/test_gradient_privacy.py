@@ -15,7 +15,11 @@ dpstats/audit:
 2. Clipping happens per row, before the sum: the logged value is the sum of
    independently clipped row gradients, not the clipped sum.
 3. Canaries (deliberately broken variants) that the replay must flag: no
-   clipping, half the sensitivity.
+   clipping, half the sensitivity. The standard errors' releases (column
+   sum, centred bread, weighted HC meat; dpstats/mechanisms/gradient/inference.py)
+   are replayed too, within and reaching their L1 (pure) or L2 (Gaussian)
+   sensitivity, and their canaries (half the bread's or the meat's
+   sensitivity) are flagged.
 4. Gray-box audit (dpstats/audit/graybox.py) of one round's release on the
    worst pair, at a per-round budget near 1, 50,000 runs a side (batched):
    the correct release stays within its claim (false failure <= alpha = 1e-6)
@@ -43,11 +47,13 @@ import pytest
 from scipy import stats
 from scipy.optimize import brentq
 
+from dpstats import sandwich
 from dpstats.audit import graybox_audit, pair_from_points, understated_sensitivity, weaker_noise
 from dpstats.audit.graybox import GrayBoxSamples
 from dpstats.audit.neighbours import corner_pairs
 from dpstats.audit.replay import replay
 from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.gradient import inference
 from dpstats.mechanisms.gradient import mechanism as gd
 from dpstats.noise import gaussian_mechanism, recording
 from dpstats.privacy import gaussian_delta
@@ -70,7 +76,7 @@ def _replay(variant: str, **options):
 def test_replay_sound_and_tight_where_the_clip_binds(variant: str, tau: float, start: tuple[float, float]) -> None:
     report = _replay(variant, T=20, tau=tau, start=start)
     report.assert_sound(min_ratio=None)  # every round of every pair, no violation
-    assert len(report.releases) == 20
+    assert len(report.releases) == 20 + len(inference.FRACTIONS)  # the rounds, then the standard errors' releases
     first = report.releases["gradient[0]"]
     assert first.norm == ("l1" if variant == "pure" else "l2")
     assert first.sensitivity == pytest.approx(4 * tau if variant == "pure" else 2 * math.sqrt(2) * tau)
@@ -97,6 +103,39 @@ def test_clipping_happens_per_row_before_the_sum() -> None:
     expected = np.clip(per_row, -tau, tau).sum(axis=0)
     np.testing.assert_allclose(log[0].value, expected, rtol=1e-12)
     assert np.abs(np.clip(per_row.sum(axis=0), -tau, tau) - expected).max() > 1.0  # the two orders differ here
+
+
+@pytest.mark.parametrize("variant", ["pure", "approx", "zcdp"])
+def test_replay_standard_error_releases_reach_their_sensitivity(variant: str) -> None:
+    """The column sum, the centred bread and the weighted meat: within, and reaching, their L1 / L2 sensitivity.
+
+    The released estimate and centre are forced on D' (adaptive composition),
+    and the bootstrap that follows is the same on both sides (post-processing).
+    """
+    report = _replay(variant, T=4)
+    report.assert_sound(min_ratio=None)
+    for name, _ in inference.FRACTIONS:
+        release = report.releases[name]
+        assert release.norm == ("l1" if variant == "pure" else "l2")
+        assert 0.95 <= release.max_ratio <= 1 + 1e-9, report.as_text()
+    assert report.releases["SE: sum(x)"].sensitivity == 1.0
+
+
+WIDTHS, REACH = sandwich.entry_widths, inference.bread_reach
+SE_CANARIES = {
+    "SE: HC meat": (sandwich, "entry_widths", lambda box, bound: 0.5 * WIDTHS(box, bound)),
+    "SE: bread": (inference, "bread_reach", lambda centre: 0.5 * REACH(centre)),
+}
+
+
+@pytest.mark.parametrize("variant", ["pure", "zcdp"])
+@pytest.mark.parametrize("release", list(SE_CANARIES))
+def test_replay_flags_understated_standard_error_sensitivities(
+    monkeypatch: pytest.MonkeyPatch, variant: str, release: str
+) -> None:
+    monkeypatch.setattr(*SE_CANARIES[release])
+    report = _replay(variant, T=4)
+    assert {v.name for v in report.violations} == {release}
 
 
 def _unclipped(u: np.ndarray, v: np.ndarray, p: np.ndarray, tau: float) -> np.ndarray:

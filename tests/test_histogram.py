@@ -29,7 +29,7 @@ import statsmodels.formula.api as smf
 import dpstats
 from dpstats import histogram as hg
 from dpstats.histogram import noisy_histogram
-from dpstats.mechanisms.histogram.layout import Axis, default_bins
+from dpstats.mechanisms.histogram.layout import Axis, default_bins, lei_bins
 from dpstats.mechanisms.histogram.weighted_fits import (
     check_loss,
     integrated_check_loss,
@@ -82,24 +82,34 @@ def test_numeric_columns_are_rescaled_by_their_bounds_into_equal_bins() -> None:
     np.testing.assert_allclose(axis.edges(), [0, 2, 4, 6, 8, 10])
 
 
-def test_default_bins_follow_the_papers_rule_of_thumb() -> None:
+def test_lei_bins_follow_the_papers_rule_of_thumb() -> None:
     """Average count per cell >= 3 x the maximal noise (2 / eps) log(#cells) (Lei 2011, section 4.3)."""
     n, fixed = 250_070, 24
     cells = lambda k: fixed * k**2  # noqa: E731
     for eps, expected in ((1.0, 14), (0.1, 5)):
-        k = default_bins(n, 2, fixed, eps)
+        k = lei_bins(n, 2, fixed, eps)
         assert k == expected
         rule = lambda k: n / cells(k) >= 3 * (2 / eps) * math.log(cells(k))  # noqa: B023, E731
         assert rule(k) and not rule(k + 1)
     # the paper's own figures for K = 10: n / c(K) ~ 100 and log c(K) ~ 7.78
     assert n / cells(10) == pytest.approx(104.2, abs=0.1) and math.log(cells(10)) == pytest.approx(7.78, abs=0.01)
-    assert default_bins(50, 2, 24, 1.0) == 3  # even K = 3 misses the rule: the minimum
-    assert default_bins(10**6, 0, 5, 1.0) == 0  # no numeric column
-    huge = default_bins(n, 2, fixed, 1e9)  # no noise: the average count must still exceed log(#cells)
+    assert lei_bins(50, 2, 24, 1.0) == 3  # even K = 3 misses the rule: the minimum
+    assert lei_bins(10**6, 0, 5, 1.0) == 0  # no numeric column
+    huge = lei_bins(n, 2, fixed, 1e9)  # no noise: the average count must still exceed log(#cells)
     assert n / cells(huge) >= math.log(cells(huge)) and n / cells(huge + 1) < math.log(cells(huge + 1))
-    by_n = [default_bins(n, 1, 1, 1.0) for n in (10**3, 10**4, 10**5)]
-    by_eps = [default_bins(10**5, 1, 1, eps) for eps in (0.1, 1.0, 10.0)]
+    by_n = [lei_bins(n, 1, 1, 1.0) for n in (10**3, 10**4, 10**5)]
+    by_eps = [lei_bins(10**5, 1, 1, eps) for eps in (0.1, 1.0, 10.0)]
     assert by_n == sorted(by_n) and by_eps == sorted(by_eps) and by_n[0] < by_n[-1] and by_eps[0] < by_eps[-1]
+
+
+def test_default_bins_undersmooth_leis_rule_per_estimator() -> None:
+    """Finer than Lei's rule so that binning bias is small next to the intervals: x 1.5 (OLS), x 3 (quantiles)."""
+    for n, free, fixed, eps in ((250_070, 2, 24, 1.0), (1000, 2, 1, 1.0), (1000, 2, 3, 1.0), (10**4, 2, 1, 5.0)):
+        k = lei_bins(n, free, fixed, eps)
+        assert default_bins(n, free, fixed, eps) == math.ceil(1.5 * k) == default_bins(n, free, fixed, eps, "ols")
+        assert default_bins(n, free, fixed, eps, "quantreg") == 3 * k
+    assert default_bins(1000, 2, 3, 1.0) == 5  # Lei's rule gives its minimum, 3, which biases badly
+    assert default_bins(10**6, 0, 5, 1.0) == 0
 
 
 def test_bins_come_from_public_information_only(frame: pd.DataFrame) -> None:
@@ -372,17 +382,19 @@ def test_fits_are_post_processing_of_the_release(frame: pd.DataFrame) -> None:
     assert dict(ols.declared_bounds) == BOUNDS
     json.dumps(ols.to_dict())
     json.dumps(med.to_dict())
-    assert "Lei (2011)" in ols.summary().as_text() and "nan" in ols.summary().as_text()
+    assert "Lei (2011)" in ols.summary().as_text() and "parametric bootstrap" in ols.summary().as_text()
+    for res in (ols, med):  # the standard errors are post-processing too: no draw recorded above
+        assert np.all(np.isfinite(res.bse)) and np.all(np.isfinite(res.conf_int().to_numpy()))
     assert ols.predict(frame.head(3)).shape == (3,)
 
 
 def test_a_failed_fit_is_an_output(frame: pd.DataFrame) -> None:
     """A = 8 at eps = 0.01: the cut-off 8 log(n) / eps = 6405 is above n and 3.2 noise scales up
     (an empty cell passes with probability exp(-3.2) / 2 = 0.02; none of the 9 does with this seed)."""
-    hist = noisy_histogram(frame, ["y", "x"], 0.01, bounds=BOUNDS, threshold=8.0, random_state=10)
+    hist = noisy_histogram(frame, ["y", "x"], 0.01, bounds=BOUNDS, bins=3, threshold=8.0, random_state=10)
     assert hist.layout.n_cells == 9 and np.all(hist.weights() == 0)
     for res in (hist.ols("y ~ x"), hist.quantreg("y ~ x", 0.5)):
-        assert res.failed and "no cell" in res.reason and res.params.isna().all()
+        assert res.failed and "no cell" in res.reason and res.params.isna().all() and res.bse.isna().all()
         assert "FAILED" in res.summary().as_text()
 
 
@@ -405,6 +417,8 @@ def test_dp_ols_histogram_is_the_histogram_of_the_formulas_variables(frame: pd.D
     direct = noisy_histogram(frame, ["y", "x", "z", "g"], 1.0, **kwargs)
     shortcut = dpstats.dp_ols(FORMULA, frame, eps=1.0, method="histogram", **kwargs)
     np.testing.assert_allclose(shortcut.params, direct.ols(FORMULA).params, rtol=1e-12)
+    np.testing.assert_allclose(shortcut.conf_int(), direct.ols(FORMULA).conf_int(), rtol=1e-12)  # same intervals
+    np.testing.assert_allclose(shortcut.bse, direct.ols(FORMULA).bse, rtol=1e-12)
     assert shortcut.method == "histogram" and shortcut.privacy == direct.privacy
     assert shortcut.hyperparameters["bins"] == direct.bins
     with pytest.raises(ValueError, match="unknown option"):
@@ -416,10 +430,14 @@ def test_dp_ols_histogram_is_the_histogram_of_the_formulas_variables(frame: pd.D
 
 
 def test_dp_quantreg_histogram_shortcut(frame: pd.DataFrame) -> None:
+    """dp_quantreg's default bins are the quantile rule's; with those, noisy_histogram gives the same fit."""
     kwargs = {"bounds": BOUNDS, "levels": LEVELS, "random_state": 13}
-    direct = noisy_histogram(frame, ["y", "x", "g"], 1.0, **kwargs)
     shortcut = dpstats.dp_quantreg("y ~ x + C(g)", frame, 0.25, eps=1.0, method="histogram", **kwargs)
-    np.testing.assert_allclose(shortcut.params, direct.quantreg("y ~ x + C(g)", 0.25).params, rtol=1e-9)
+    k = default_bins(len(frame), 2, 3, 1.0, "quantreg")
+    assert shortcut.hyperparameters["bins"] == {"y": k, "x": k}
+    direct = noisy_histogram(frame, ["y", "x", "g"], 1.0, bins=k, **kwargs).quantreg("y ~ x + C(g)", 0.25)
+    np.testing.assert_allclose(shortcut.params, direct.params, rtol=1e-9)
+    np.testing.assert_allclose(shortcut.conf_int(), direct.conf_int(), rtol=1e-9)  # the same intervals too
     assert shortcut.estimator == "quantreg" and shortcut.hyperparameters["q"] == 0.25
 
 

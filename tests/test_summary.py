@@ -48,9 +48,9 @@ def failed():
 
 
 def _split_strings():
-    point = [f"{name}: {EPS * 0.8 / 3:.4g}" for name in ("ncov(x, y)", "nvar(x)", "intercept")]
-    meat = EPS * 0.2 * 0.9  # the meat's share, split 0.45 / 0.55 between the RSS and the rest
-    return [*point, f"SE: sum(x): {EPS * 0.02:.4g}", f"SE: RSS: {meat * 0.45:.4g}", f"SE: HC meat: {meat * 0.55:.4g}"]
+    # g is categorical: NoisyStats' structured release, then the meat's share split 0.45 / 0.55
+    meat = EPS * 0.2
+    return [f"W'W, W'y: {EPS * 0.8:.4g}", f"SE: RSS: {meat * 0.45:.4g}", f"SE: HC meat: {meat * 0.55:.4g}"]
 
 
 def test_summary_is_a_value_and_print_shows_it(res, capsys):

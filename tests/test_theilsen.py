@@ -126,11 +126,13 @@ def test_huge_eps_returns_nonprivate_theil_sen(case: str, median: str) -> None:
 
 def test_release_contents_and_defaults() -> None:
     data = synthetic(60, 1)
-    res = dp_ols("y ~ x", data, eps=2.0, bounds=UNIT, method="theilsen", random_state=0)
+    res = dp_ols("y ~ x", data, eps=2.0, bounds=UNIT, method="theilsen", random_state=0, se_share=0)
     assert res.privacy.notion == "pure" and res.privacy.eps == 2.0
     assert dict(res.privacy.split) == {"p25": 1.0, "p75": 1.0}
     assert not res.failed and np.all(np.isfinite(res.params))
-    assert np.all(np.isnan(res.bse)) and "standard error" in res.se_note
+    assert np.all(np.isnan(res.bse)) and "se_share=0" in res.se_note
+    with_se = dp_ols("y ~ x", data, eps=2.0, bounds=UNIT, method="theilsen", random_state=0)
+    assert np.all(np.isfinite(with_se.bse)) and "bootstrap" in with_se.se_note
     hyper = res.hyperparameters
     assert hyper["median"] == "exp" and hyper["k"] == 59 and hyper["pairs"] == "all" and hyper["lipschitz"] == 59
     assert hyper["output_range"] == pytest.approx((-0.5, 1.5))
@@ -311,9 +313,9 @@ def test_all_pairs_engines_agree_in_distribution(monkeypatch: pytest.MonkeyPatch
         data["y"], np.column_stack([np.ones(190), data["x"]]), y_bounds=(0, 1), x_bounds=[(0, 1)]
     )
     rng = np.random.default_rng(8)
-    fast = [float(theilsen.fit(design, PrivacyRequest(0.5), rng).noisy_stats["p25"]) for _ in range(500)]
+    fast = [float(theilsen.fit(design, PrivacyRequest(0.5, se_share=0.0), rng).noisy_stats["p25"]) for _ in range(500)]
     monkeypatch.setattr(theilsen, "EXPLICIT_PAIRS_MAX", 1 << 30)
-    slow = [float(theilsen.fit(design, PrivacyRequest(0.5), rng).noisy_stats["p25"]) for _ in range(500)]
+    slow = [float(theilsen.fit(design, PrivacyRequest(0.5, se_share=0.0), rng).noisy_stats["p25"]) for _ in range(500)]
     assert stats.ks_2samp(fast, slow).pvalue > 1e-6
     assert math.isfinite(float(np.mean(fast)))
 

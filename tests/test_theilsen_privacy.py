@@ -255,7 +255,7 @@ def test_widened_utility_matches_algorithm_4_literally() -> None:
 # so a 2x bug is visible (measured: eps_lb about 1.0 correct, 2.6 for the canary, claim 2.0).
 AUDIT_D = np.array([[0.831, 0.472], [0.952, 0.275], [0.699, 0.697], [0.532, 1.0]])
 AUDIT_MOVED = np.array([0.698, 0.0])
-AUDIT_EPS = 4.0  # 2 per release
+AUDIT_EPS = 4.0  # 2 per release (se_share = 0: the paper's two releases)
 AUDIT_RUNS = 20_000
 
 
@@ -314,7 +314,7 @@ def run_audit(median: str, theta: float = 0.0, seed: int = 0, runs: int = AUDIT_
     return graybox_audit(
         theilsen.fit,
         audit_pair(),
-        PrivacyRequest(AUDIT_EPS),
+        PrivacyRequest(AUDIT_EPS, se_share=0.0),
         "p25",
         runs=runs,
         seed=seed,
@@ -360,9 +360,9 @@ def test_half_lipschitz_canary_is_the_doubled_eps_canary() -> None:
     """Same seed, same draws: halving L is spending 2 eps (so the gray-box flag above covers both)."""
     rng_a, rng_b = np.random.default_rng(3), np.random.default_rng(3)
     with doubled_eps_canary():
-        a = theilsen.fit(audit_pair().d, PrivacyRequest(AUDIT_EPS), rng_a, k="all")
+        a = theilsen.fit(audit_pair().d, PrivacyRequest(AUDIT_EPS, se_share=0.0), rng_a, k="all")
     with understated_sensitivity(matchings, "lipschitz_constant"):
-        b = theilsen.fit(audit_pair().d, PrivacyRequest(AUDIT_EPS), rng_b, k="all")
+        b = theilsen.fit(audit_pair().d, PrivacyRequest(AUDIT_EPS, se_share=0.0), rng_b, k="all")
     np.testing.assert_array_equal(a.params, b.params)
 
 

@@ -18,7 +18,9 @@ import dpstats
 from dpstats.mechanisms import REGISTRY, PrivacyRequest
 from dpstats.mechanisms.tukey import default_m as tukey_m
 from dpstats.mechanisms.tukey import depth as td
+from dpstats.mechanisms.tukey import inference as tukey_inference
 from dpstats.mechanisms.tukey import mechanism as tukey
+from dpstats.mechanisms.tukey import models as tukey_models
 from dpstats.mechanisms.tukey.models import batch_ols, partition_models
 from dpstats.noise import exponential_mechanism_point_release, log_space_choice, recording
 
@@ -48,13 +50,16 @@ def test_fit_without_bounds(frame: pd.DataFrame) -> None:
     res = dpstats.dp_ols("y ~ x1 + x2", frame, eps=EPS, delta=DELTA, method="tukey", random_state=1)
     assert not res.failed
     np.testing.assert_allclose(res.params.to_numpy(), [1.0 - 0.5 / 3, 2.0, -3.0], atol=0.15)  # g omitted
-    m = tukey_m.default_m(20_000, 3, EPS, DELTA)
+    share = tukey_inference.DEFAULT_SHARE  # the point keeps (1 - share) eps; its default m follows
+    m = tukey_m.default_m(20_000, 3, EPS * (1 - share), DELTA)
     assert res.hyperparameters["m"] == m and res.hyperparameters["m rule"] == "default"
     assert res.hyperparameters["t"] == (m // 2) // 2
     assert res.privacy.notion == "approx" and res.privacy.delta == DELTA
     assert sum(e for _, e in res.privacy.split) == pytest.approx(EPS)
     assert res.noisy_stats["PTR distance (noisy)"] > res.noisy_stats["PTR threshold"]
-    assert np.all(np.isnan(res.bse))
+    assert np.all(np.isfinite(res.bse)) and res.replicates is not None
+    paper = dpstats.dp_ols("y ~ x1 + x2", frame, eps=EPS, delta=DELTA, method="tukey", random_state=1, se_share=0)
+    assert paper.hyperparameters["m"] == tukey_m.default_m(20_000, 3, EPS, DELTA) and np.all(np.isnan(paper.bse))
     assert "Tukey" in res.summary().as_text()
 
 
@@ -139,7 +144,8 @@ def test_too_few_rows_for_twelve_models() -> None:
 def test_default_m_uses_public_information_only() -> None:
     a = dpstats.dp_ols("y ~ x1 + x2", _frame(5000, seed=1), eps=EPS, delta=DELTA, method="tukey", random_state=0)
     b = dpstats.dp_ols("y ~ x1 + x2", _frame(5000, seed=2, noise=50.0), eps=EPS, delta=DELTA, method="tukey")
-    assert a.hyperparameters["m"] == b.hyperparameters["m"] == tukey_m.default_m(5000, 3, EPS, DELTA)
+    share = tukey_inference.default_share(5000, 3, EPS, DELTA, None)
+    assert a.hyperparameters["m"] == b.hyperparameters["m"] == tukey_m.default_m(5000, 3, EPS * (1 - share), DELTA)
 
 
 def test_default_m_rule() -> None:
@@ -186,15 +192,46 @@ def test_batch_ols_matches_lstsq_and_drops_aliased_columns() -> None:
     X[:, :, 0] = 1.0
     y = rng.normal(size=(50, 12)) * 100
     ref = np.array([np.linalg.lstsq(X[k], y[k], rcond=None)[0] for k in range(50)])
-    np.testing.assert_allclose(batch_ols(X, y), ref, rtol=1e-9)
+    coef, unknown = batch_ols(X, y)
+    np.testing.assert_allclose(coef, ref, rtol=1e-9)
+    assert not unknown.any()
     X[:, :, 3] = 2 * X[:, :, 1] - X[:, :, 2]  # aliased: dropped, coefficient 0, same fit
-    coef = batch_ols(X, y)
+    coef, unknown = batch_ols(X, y)
     assert np.all(coef[:, 3] == 0)
     ref = np.array([np.linalg.lstsq(X[k, :, :3], y[k], rcond=None)[0] for k in range(50)])
     np.testing.assert_allclose(coef[:, :3], ref, rtol=1e-6)
+    # column 3 is 2 x column 1 up to 1e-8 relative (column 2 is 1e8 times smaller): 1 and 3 are not estimable
+    assert unknown[:, [1, 3]].all() and not unknown[:, 0].any()
+    X3 = X.copy()
+    X3[:, :, 3] = 3.0 * X[:, :, 0] - 1e-4 * X[:, :, 1]  # columns 0, 1, 3 aliased, on comparable scales
+    assert np.array_equal(batch_ols(X3, y)[1], np.tile([True, True, False, True], (50, 1)))
+    X3[:, :, 3] = 0.0  # an all-zero column (a level absent from the batch): only its own coefficient is unknown
+    assert np.array_equal(batch_ols(X3, y)[1], np.tile([False, False, False, True], (50, 1)))
     X[0, 0, 1], X[1, 3, 2] = np.inf, 1e200
-    broken = batch_ols(X, y)
-    assert np.all(broken[:2] == 0) and np.array_equal(broken[2:], coef[2:])
+    broken, unknown = batch_ols(X, y)
+    assert np.all(broken[:2] == 0) and np.array_equal(broken[2:], coef[2:]) and not unknown[:2].any()
+
+
+def test_an_aliased_coefficient_goes_to_a_random_extreme_not_to_zero() -> None:
+    """A dummy absent from a batch: +-MODEL_LIMIT with a sign drawn before the data, about half each way.
+
+    With zeros the released dummy coefficient was biased by 1-2.5 standard
+    errors on the categorical coverage design (dpstats/mechanisms/tukey/models.py).
+    The sign count is Binomial(k, 1/2): the band below fails with probability 1e-6.
+    """
+    rng = np.random.default_rng(1)
+    n, m = 2000, 400
+    rare = rng.uniform(size=n) < 0.1  # absent from about 0.9^5 = 59% of the batches of 5 rows
+    X = np.column_stack([np.ones(n), rng.normal(size=n), rare.astype(float)])
+    y = X @ np.array([1.0, 2.0, -1.0]) + rng.normal(size=n)
+    models = partition_models(X, y, m, np.random.default_rng(2))
+    extreme = np.abs(models[:, 2]) > 1e149
+    k = int(extreme.sum())
+    assert 0.4 * m < k < 0.8 * m and np.all(np.abs(models[~extreme, 2]) < 1e3)
+    up = int((models[extreme, 2] > 0).sum())
+    assert abs(up - k / 2) < 2.5 * math.sqrt(k)
+    signs = tukey_models.unknown_signs(np.random.default_rng(0), 3, 2)
+    assert set(np.unique(signs)) <= {-1.0, 1.0}
 
 
 def test_depth_geometry() -> None:

@@ -8,8 +8,11 @@ docs/PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in 
    model clouds, one point replaced. ``|D - D'| <= 1`` always, and 1 is reached.
    One replaced row changes exactly one model, bit for bit.
 2. Replay (dpstats/audit/replay.py) of the row-level mechanism on neighbours:
-   both releases (D: L1 <= 1; the sampled point: depth moves by <= 1 there)
-   within their sensitivity, outputs equal once the releases are forced.
+   every release (D: L1 <= 1; the sampled point: depth moves by <= 1 there;
+   the standard errors' spread of each coordinate: its rank utility moves by
+   <= 1 on a public grid) within its sensitivity and reaching it, outputs
+   equal once the releases are forced; a spread release that declares half
+   its sensitivity is flagged.
 3. The safety lemma, exactly: on 1-d and 2-d clouds with D >= 1, the restricted
    exponential mechanism's output laws on Y and each replace-one neighbour
    are computed cell by cell, and their hockey-stick divergence at eps2 is at
@@ -40,6 +43,7 @@ import math
 import numpy as np
 import pytest
 
+from dpstats import noise
 from dpstats.audit import (
     NeighbourPair,
     audit_sampler,
@@ -52,6 +56,7 @@ from dpstats.audit.replay import replay
 from dpstats.design import Design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.tukey import depth as td
+from dpstats.mechanisms.tukey import inference as tukey_inference
 from dpstats.mechanisms.tukey import mechanism as tukey
 from dpstats.mechanisms.tukey.models import partition_models
 
@@ -132,18 +137,41 @@ def _tiny_pairs() -> list[NeighbourPair]:
     return pairs + [p.swapped() for p in pairs]
 
 
+#: The whole eps, so that the point keeps TINY_EPS after the standard errors' default share.
+TINY_TOTAL = TINY_EPS / (1 - tukey_inference.DEFAULT_SHARE)
+
+
 def _replay(**options):
     return replay(
-        tukey.fit, _tiny_pairs(), PrivacyRequest(TINY_EPS, TINY_DELTA), seeds=range(4), options={"m": TINY_M, **options}
+        tukey.fit,
+        _tiny_pairs(),
+        PrivacyRequest(TINY_TOTAL, TINY_DELTA),
+        seeds=range(4),
+        options={"m": TINY_M, **options},
     )
 
 
-def test_replay_both_releases_within_their_sensitivity() -> None:
+def test_replay_every_release_within_and_reaching_its_sensitivity() -> None:
+    """The distance, the point and the d spread releases of the standard errors (rank utility on a public grid)."""
     report = _replay()
-    report.assert_sound(min_ratio=0.9)  # the worst pair reaches the sensitivity of both releases
+    report.assert_sound(min_ratio=0.9)  # the worst pair reaches the sensitivity of every release
     assert report.releases[tukey.DISTANCE].norm == "l1" and report.releases[tukey.DISTANCE].sensitivity == 1.0
     assert report.releases[tukey.SAMPLE].norm == "linf" and report.releases[tukey.SAMPLE].sensitivity == 1.0
+    for j in range(2):
+        spread = report.releases[tukey_inference.spread_name(j)]
+        assert spread.norm == "linf" and spread.sensitivity == 1.0
     print(report.as_text())
+
+
+def test_replay_flags_a_spread_release_with_half_its_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
+    release = noise.exponential_mechanism_release
+
+    def understated(rng, sampler, utility, sensitivity, eps, name):
+        return release(rng, sampler, utility, sensitivity / 2 if name.startswith("SE") else sensitivity, eps, name)
+
+    monkeypatch.setattr(tukey_inference.noise, "exponential_mechanism_release", understated)
+    report = _replay()
+    assert {v.name for v in report.violations} == {tukey_inference.spread_name(j) for j in range(2)}
 
 
 def test_replay_flags_a_distance_with_sensitivity_2() -> None:

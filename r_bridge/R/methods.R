@@ -244,3 +244,55 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
   for (n in notes[!is.na(notes)]) cat(paste(strwrap(n, width = 0.9 * getOption("width"), initial = "[*] ", exdent = 4), collapse = "\n"), "\n", sep = "")
   invisible(x)
 }
+
+#' Joint test of coefficients from a differentially private fit
+#'
+#' The Wald F test that the named coefficients are all zero, from the release
+#' alone (no privacy budget): \eqn{F = W / q} with
+#' \eqn{W = b' V^{-1} b} for the q coefficients b and their block V of
+#' \code{vcov(fit)}, which covers sampling error and privacy noise. Where the
+#' fit carries bootstrap replicates the p-value is the share of replicates
+#' whose departure from the estimate gives a statistic at least W (the law of
+#' W under the null, as the Python package's \code{res.f_test}); otherwise it
+#' is \eqn{\chi^2_q}.
+#'
+#' @param fit a \code{dpstats_fit}.
+#' @param terms the names of the coefficients tested (all zero under the null).
+#' @return a list with \code{statistic} (F), \code{df}, \code{p.value} and \code{reference}.
+#' @examples
+#' \dontrun{
+#' fit <- dp_ols(mpg ~ wt + factor(cyl), data = mtcars, eps = 5,
+#'               bounds = list(mpg = c(10, 35), wt = c(1, 6)), levels = list(cyl = c(4, 6, 8)))
+#' dp_f_test(fit, c("factor(cyl)6", "factor(cyl)8"))
+#' }
+#' @export
+dp_f_test <- function(fit, terms) {
+  if (!inherits(fit, "dpstats_fit")) stop("fit must be a dpstats_fit", call. = FALSE)
+  unknown <- setdiff(terms, names(coef(fit)))
+  if (length(terms) == 0L || length(unknown)) {
+    stop("unknown term(s): ", paste(unknown, collapse = ", "), "; the terms are ",
+         paste(names(coef(fit)), collapse = ", "), call. = FALSE)
+  }
+  b <- coef(fit)[terms]
+  V <- vcov(fit)[terms, terms, drop = FALSE]
+  q <- length(terms)
+  if (anyNA(V) || anyNA(b)) return(list(statistic = NaN, df = q, p.value = NaN, reference = "none"))
+  if (any(is.infinite(V))) return(list(statistic = 0, df = q, p.value = 1, reference = "none"))
+  middle <- .pinv(V)
+  w <- drop(t(b) %*% middle %*% b)
+  reps <- fit$replicates
+  if (is.null(reps)) return(list(statistic = w / q, df = q, p.value = stats::pchisq(w, q, lower.tail = FALSE),
+                                 reference = "chi2"))
+  reps <- reps[apply(is.finite(reps), 1L, all), , drop = FALSE]
+  if (nrow(reps) < 20L) return(list(statistic = w / q, df = q, p.value = 1, reference = "none"))
+  dep <- sweep(reps[, terms, drop = FALSE], 2L, b)
+  null <- rowSums((dep %*% middle) * dep)
+  list(statistic = w / q, df = q, p.value = (1 + sum(null >= w)) / (length(null) + 1), reference = "bootstrap")
+}
+
+# The Moore-Penrose inverse of a symmetric matrix (as numpy's pinv).
+.pinv <- function(V) {
+  e <- eigen((V + t(V)) / 2, symmetric = TRUE)
+  keep <- e$values > max(abs(e$values)) * 1e-15 * nrow(V)
+  e$vectors[, keep, drop = FALSE] %*% (t(e$vectors[, keep, drop = FALSE]) / e$values[keep])
+}

@@ -50,32 +50,46 @@ Variants (option ``variant``):
   reports that rho with the eps and delta passed. eps without delta is
   refused: zCDP implies no pure eps-DP guarantee.
 
-Gradient descent releases no standard errors (see ``SE_NOTE``).
+Standard errors (:mod:`.inference`): with the share ``se_share`` of the
+budget (default 0.1 of eps, or of rho for the Gaussian variants; the T rounds
+get the rest, in equal parts) a noisy HC sandwich and the gradients' Gram
+matrix are released after the point, and a parametric bootstrap reruns the
+T noisy rounds on the least-squares gradient: basic intervals covering the
+sampling error and the privacy noise. ``se_share=0`` is the paper's
+algorithm draw for draw, with NaN standard errors.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
+from ... import noise
 from ...design import CenteredUnitScale, Design, place_coefficients
 from ...noise import gaussian_mechanism, laplace_mechanism
 from ...privacy import DEFAULT_REPORT_DELTA, PrivacySpent, approx_to_zcdp_rho, zcdp_to_approx_eps
+from ...uncertainty import infinite_cov, replicate_covariance
 from ..base import PrivacyRequest, Release
+from . import inference
 
 VARIANTS = ("pure", "approx", "zcdp")
 #: Paper defaults (Table 1; start and step rule from the authors' code, docs/ALGORITHMS.md).
 DEFAULTS: dict[str, object] = {"variant": "pure", "T": 80, "tau": 1.0, "start": (0.5, 0.5)}
 
 SE_NOTE = (
-    "DP gradient descent releases no standard errors: its output is the average of noisy iterates "
-    "of an optimisation stopped after T steps, whose error mixes sampling error, privacy noise "
-    "propagated through the adaptive step rule, clipping bias and optimisation error, with no "
-    "closed form; a valid SE would need a separately budgeted computation. SEs, tests and "
-    "intervals are NaN."
+    "Standard errors and basic bootstrap intervals cover the sampling error (an HC1 sandwich from a noisy "
+    "bread and residual meat, released with se_share of the budget) and the privacy noise (the T noisy "
+    f"AdaGrad rounds rerun on the least-squares gradient in {inference.REPLICATES} replicates: a parametric "
+    "bootstrap, Ferrando, Wang & Sheldon 2022)."
 )
+CLIP_CAVEAT = (
+    " tau < 1: the clip may bind near the optimum, which the bootstrap (unclipped least-squares gradient) "
+    "does not model; the intervals may then be too narrow or off-centre."
+)
+NO_SE_NOTE = "se_share=0: no budget was spent on standard errors, so SEs, tests and intervals are NaN."
 
 #: A noisy release of one round's clipped gradient sum: (value, round index) -> noisy value.
 StepRelease = Callable[[np.ndarray, int], np.ndarray]
@@ -193,37 +207,83 @@ def _check_noise_scale(scale: float, T: int) -> None:
         raise ValueError(f"the budget is too small for T = {T} rounds: the per-round noise scale overflows")
 
 
-def zcdp_spent(privacy: PrivacyRequest, T: int) -> PrivacySpent:
-    """What variant 'zcdp' spends: the rho given, or the largest rho that meets the eps and delta given."""
-    split = f"{T} noisy gradients (rho/{T} each, Gaussian)"
+SE_SENSITIVITY_CAP = 6.0
+"""No standard-error release has a sensitivity above this (L1 of the weighted meat: 5.6 at R = 2 widths)."""
+
+
+def _check_se_scale(se_budget: float, gaussian: bool) -> None:
+    """Refuse a standard-error budget so small that a release's noise scale is not a finite float (public values)."""
+    smallest = se_budget * min(fraction for _, fraction in inference.FRACTIONS)
+    with np.errstate(all="ignore"):
+        scale = SE_SENSITIVITY_CAP / (math.sqrt(2.0 * smallest) if gaussian else smallest) if smallest > 0 else math.inf
+    if not math.isfinite(scale):
+        raise ValueError("the budget for standard errors is too small: its noise scale overflows (pass se_share=0)")
+
+
+def _split(point: str, budget: float, share: float) -> tuple[tuple[str, float], ...]:
+    """The point's T rounds get ``(1 - share) budget``; the standard errors' releases share the rest."""
+    parts = ((point, budget * (1.0 - share)),)
+    if share == 0:
+        return parts
+    return (*parts, *((name, budget * share * fraction) for name, fraction in inference.FRACTIONS))
+
+
+def zcdp_spent(privacy: PrivacyRequest, T: int, share: float = 0.0) -> PrivacySpent:
+    """What variant 'zcdp' spends: the rho given, or the largest rho that meets the eps and delta given.
+
+    The split lists rho: the T rounds' part and the standard errors' (zCDP composes by adding rho).
+    """
+    split = f"{T} noisy gradients (equal parts of rho, Gaussian)"
     if privacy.rho is None:
         rho = approx_to_zcdp_rho(privacy.eps, privacy.delta)
         caveat = (
             f"rho = {rho:.6g} is the largest rho whose conversion (Bun & Steinke 2016, Prop. 1.3 / Lemma 3.6) "
-            "gives at most the eps passed at the delta passed"
+            "gives at most the eps passed at the delta passed; the split lists rho"
         )
-        return PrivacySpent("zcdp", privacy.eps, privacy.delta, rho, ((split, rho),), caveats=(caveat,))
+        return PrivacySpent("zcdp", privacy.eps, privacy.delta, rho, _split(split, rho, share), caveats=(caveat,))
     report_delta = privacy.delta if privacy.delta > 0 else DEFAULT_REPORT_DELTA
     caveats = [f"the call is rho-zCDP with rho = {privacy.rho:.6g}; the eps shown is implied at delta"]
     if privacy.delta == 0:
         caveats.append(f"implied (eps, delta) shown at the default delta = {DEFAULT_REPORT_DELTA:g} (none given)")
     eps = zcdp_to_approx_eps(privacy.rho, report_delta)
-    return PrivacySpent("zcdp", eps, report_delta, privacy.rho, ((split, privacy.rho),), caveats=tuple(caveats))
+    split_parts = _split(split, privacy.rho, share)
+    return PrivacySpent("zcdp", eps, report_delta, privacy.rho, split_parts, caveats=tuple(caveats))
 
 
-def _release_rule(
-    variant: str, privacy: PrivacyRequest, T: int, tau: float, rng: np.random.Generator
-) -> tuple[StepRelease, PrivacySpent]:
-    """The per-round noisy release of ``variant`` and the record of what the T rounds spend."""
+@dataclass(frozen=True)
+class Budget:
+    """How one call spends its budget: the rounds' release rule, the standard errors' budget, the record."""
+
+    release: StepRelease
+    step_noise: inference.NoiseLaw
+    se_budget: float
+    gaussian: bool
+    spent: PrivacySpent
+
+
+def _budget(
+    variant: str, privacy: PrivacyRequest, T: int, tau: float, share: float, rng: np.random.Generator
+) -> Budget:
+    """The per-round noisy release of ``variant`` on ``(1 - share)`` of the budget, and the record of the call.
+
+    Pure: eps-DP releases, eps split by basic composition. Approx and zCDP:
+    every release (the T rounds and the standard errors') is Gaussian and
+    rho-zCDP with its part of rho; the parts add up to rho (Bun & Steinke
+    2016, Lemma 2.3) and approx converts the total once.
+    """
     eps, delta = privacy.eps, privacy.delta
     if variant == "pure":
-        _check_noise_scale(l1_sensitivity(tau) / (eps / T) if eps / T > 0 else math.inf, T)
-        spent = PrivacySpent(notion="pure", eps=eps, split=((f"{T} noisy gradients (eps/{T} each)", eps),))
+        point = eps * (1.0 - share)
+        _check_noise_scale(l1_sensitivity(tau) / (point / T) if point / T > 0 else math.inf, T)
+        spent = PrivacySpent(notion="pure", eps=eps, split=_split(f"{T} noisy gradients (eps/{T} each)", eps, share))
 
         def laplace_step(g: np.ndarray, t: int) -> np.ndarray:
-            return laplace_mechanism(rng, g, l1_sensitivity(tau), eps / T, f"gradient[{t}]")
+            return laplace_mechanism(rng, g, l1_sensitivity(tau), point / T, f"gradient[{t}]")
 
-        return laplace_step, spent
+        noise_law = inference.step_noise(False, point, T, l1_sensitivity(tau))
+        if share > 0:
+            _check_se_scale(eps * share, False)
+        return Budget(laplace_step, noise_law, eps * share, False, spent)
 
     if variant == "approx":
         rho = approx_to_zcdp_rho(eps, delta)
@@ -232,22 +292,27 @@ def _release_rule(
             eps=eps,
             delta=delta,
             rho=rho,
-            split=((f"{T} noisy gradients (rho/{T} each, Gaussian)", rho),),
+            split=_split(f"{T} noisy gradients (equal parts of rho, Gaussian)", rho, share),
             caveats=(
                 f"(eps, delta) from rho-zCDP with rho = {rho:.6g}, the largest rho whose conversion "
-                "(Bun & Steinke 2016, Lemma 3.6 / Prop. 1.3; Alabi et al. Lemma 23) gives at most eps at delta",
+                "(Bun & Steinke 2016, Lemma 3.6 / Prop. 1.3; Alabi et al. Lemma 23) gives at most eps at delta; "
+                "the split lists rho",
             ),
         )
     else:
-        spent = zcdp_spent(privacy, T)
+        spent = zcdp_spent(privacy, T, share)
         rho = spent.rho
 
-    _check_noise_scale(l2_sensitivity(tau) / math.sqrt(2.0 * rho / T) if rho / T > 0 else math.inf, T)
+    point = rho * (1.0 - share)
+    _check_noise_scale(l2_sensitivity(tau) / math.sqrt(2.0 * point / T) if point / T > 0 else math.inf, T)
 
     def gaussian_step(g: np.ndarray, t: int) -> np.ndarray:
-        return gaussian_mechanism(rng, g, l2_sensitivity(tau), rho / T, f"gradient[{t}]")
+        return gaussian_mechanism(rng, g, l2_sensitivity(tau), point / T, f"gradient[{t}]")
 
-    return gaussian_step, spent
+    noise_law = inference.step_noise(True, point, T, l2_sensitivity(tau))
+    if share > 0:
+        _check_se_scale(rho * share, True)
+    return Budget(gaussian_step, noise_law, rho * share, True, spent)
 
 
 def fit_unit(
@@ -257,33 +322,51 @@ def fit_unit(
     rng: np.random.Generator,
     **options: object,
 ) -> tuple[np.ndarray, PrivacySpent]:
-    """(p25, p75) on the unit scale from ``u, v`` in [0, 1], and the privacy spent.
+    """(p25, p75) on the unit scale from ``u, v`` in [0, 1], and the privacy spent: the paper's algorithm.
 
     The core of :func:`fit` for callers that already hold unit-scale data
-    (benchmarks). Validates ``options`` and delta as :func:`check_request` does.
+    (benchmarks): the whole budget goes to the T rounds (no standard errors,
+    whatever ``privacy.se_share``). Validates ``options`` and delta as
+    :func:`check_request` does.
     """
     check_request(privacy, options)
     opts = check_options(options)
-    release, spent = _release_rule(opts["variant"], privacy, opts["T"], opts["tau"], rng)
-    p = descend(np.asarray(u, float), np.asarray(v, float), release, opts["T"], opts["tau"], opts["start"])
-    return p, spent
+    budget = _budget(opts["variant"], privacy, opts["T"], opts["tau"], 0.0, rng)
+    p = descend(np.asarray(u, float), np.asarray(v, float), budget.release, opts["T"], opts["tau"], opts["start"])
+    return p, budget.spent
 
 
 def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **options: object) -> Release:
-    """DP gradient descent on ``design`` (one regressor plus intercept; module docstring)."""
+    """DP gradient descent on ``design`` (one regressor plus intercept; module docstring), with its intervals."""
     if design.intercept_index is None or design.slope_indices.size != 1:
         raise ValueError("method='gradient' fits one regressor plus an intercept (formula 'y ~ x')")
+    check_request(privacy, options)
     opts = check_options(options)
+    share = privacy.share(inference.DEFAULT_SHARE)
+    T, tau, start = opts["T"], opts["tau"], opts["start"]
+    budget = _budget(opts["variant"], privacy, T, tau, share, rng)
     scale = CenteredUnitScale.from_design(design)
     U, v = scale.transform(design)
-    (p25, p75), spent = fit_unit(U[:, 0], v, privacy, rng, **opts)
-    unit = np.array([1.5 * p25 - 0.5 * p75, 2.0 * (p75 - p25)])
+    u = U[:, 0]
+    p25, p75 = descend(u, v, budget.release, T, tau, start)
+    unit = inference.COEF_FROM_P @ np.array([p25, p75])
     theta = scale.jacobian() @ unit + scale.offset()
-    p = design.n_columns
-    return Release(
-        params=place_coefficients(design, theta[0], theta[1:]),
-        cov=np.full((p, p), np.nan),
-        privacy=spent,
-        se_note=SE_NOTE,
-        hyperparameters=opts,
-    )
+    params = place_coefficients(design, theta[0], theta[1:])
+    if share == 0:
+        return Release(params, np.full((2, 2), np.nan), budget.spent, NO_SE_NOTE, hyperparameters=opts)
+
+    released = inference.release_sandwich(rng, u, v, unit, budget.se_budget, budget.gaussian)
+    note = SE_NOTE + (CLIP_CAVEAT if tau < 1.0 else "")
+    draws = inference.bootstrap(noise.postprocessing_rng(rng), unit, released, design.n, budget.step_noise, T, start)
+    if draws is None:
+        return Release(params, infinite_cov(2), budget.spent, note, hyperparameters=opts)
+    user = (draws @ scale.jacobian().T + scale.offset())[:, _design_order(design)]
+    return Release(params, replicate_covariance(user), budget.spent, note, hyperparameters=opts, replicates=user)
+
+
+def _design_order(design: Design) -> np.ndarray:
+    """Column order taking (intercept, slope) to the design's order."""
+    position = np.empty(design.n_columns, dtype=int)
+    position[design.slope_indices] = 1
+    position[design.intercept_index] = 0
+    return position

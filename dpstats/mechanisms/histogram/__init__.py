@@ -2,7 +2,8 @@
 
 The family: ``layout`` (public cells, default bins, thresholding),
 ``release`` (the one private step: noisy counts), ``cell_fits`` and
-``weighted_fits`` (fits on the cells: post-processing), ``mechanism``
+``weighted_fits`` (fits on the cells: post-processing), ``cell_moments``
+and ``inference`` (their standard errors: post-processing), ``mechanism``
 (``method="histogram"`` on a :class:`~dpstats.design.Design`). The front end
 ``dpstats.noisy_histogram`` (dpstats/histogram.py) releases a histogram
 over named columns, on which any number of formulas can then be fitted at no
@@ -72,8 +73,22 @@ Quantile regression, ``response=`` (post-processing either way):
   8-17% where the integrated fit stays within 3% (benchmarks/bench_histogram.py). It is the
   fallback when the response is a transform of a column.
 
+Standard errors and intervals (dpstats/mechanisms/histogram/inference.py,
+dpstats/mechanisms/histogram/cell_moments.py): a parametric bootstrap of the
+released histogram, post-processing that spends nothing (``se_share`` is not
+used). Every cell's count is redrawn with fresh noise of the release's scale
+and the same thresholding, through the exact moments of a thresholded noisy
+Poisson count and normal sums across cells; least squares is refitted in
+one batched solve, quantile regression moves by one Newton step with a
+kernel density at the fit (Powell's sandwich in the limit). The interval is
+centred at the estimate corrected for the thresholding's bias, with the
+spread of that corrected estimate. Binning bias is not covered: the default
+bins undersmooth the paper's rule so that it stays small next to the
+intervals' width (x 1.5 bins per axis for least squares, x 3 for quantiles).
+
 The public layout, the default number of bins (the paper's rule of thumb,
-section 4.3) and the thresholding rules are in dpstats/mechanisms/histogram/layout.py.
+section 4.3, and its undersmoothing) and the thresholding rules are in
+dpstats/mechanisms/histogram/layout.py.
 """
 
 from __future__ import annotations

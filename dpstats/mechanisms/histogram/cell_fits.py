@@ -6,7 +6,8 @@ over by the front end, and fitted by weighted least squares or weighted
 quantile regression with the thresholded noisy counts as weights
 (dpstats/mechanisms/histogram/weighted_fits.py); see the family's docstring
 (dpstats/mechanisms/histogram/__init__.py) for the response modes and
-Sheppard's correction.
+Sheppard's correction. Every fit carries its standard errors and intervals
+(dpstats/mechanisms/histogram/inference.py), post-processing too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pandas as pd
 
 from ...privacy import PrivacySpent
 from ..base import Release
+from .inference import SE_NOTE, CellProblem, Intervals, least_squares_intervals, quantile_intervals
 from .layout import Threshold
 from .release import HistogramRelease
 from .weighted_fits import (
@@ -29,10 +31,6 @@ from .weighted_fits import (
 )
 
 RESPONSE_MODES = ("auto", "integrated", "centre")
-SE_NOTE = (
-    "The perturbed histogram releases no valid standard error: one must cover the sampling error, "
-    "the Laplace noise, the binning and the thresholding. SEs, tests and intervals are NaN."
-)
 
 Encode = Callable[[pd.DataFrame], tuple[np.ndarray, np.ndarray]]
 """A public map from rows of the formula's variables to the response and design matrix."""
@@ -46,6 +44,7 @@ class CellFit:
     term_names: tuple[str, ...]
     columns: tuple[str, ...]
     hyperparameters: dict[str, object]
+    intervals: Intervals
 
 
 def check_response(response: object) -> str:
@@ -100,14 +99,53 @@ def fit_cells(
     return weighted_quantile_regression_binned(X, y - half, y + half, weights, q), "integrated"
 
 
-def _sheppard_term(encode: Encode, cells: pd.DataFrame, name: str, weights: np.ndarray, width: float) -> np.ndarray:
-    """``sum_r w_r (h^2 / 12) g_r g_r'`` for column ``name`` (the family's docstring)."""
+def _sheppard_rows(encode: Encode, cells: pd.DataFrame, name: str, width: float) -> np.ndarray:
+    """``(h^2 / 12) g_r g_r'`` per cell for column ``name`` (the family's docstring): cells x p x p."""
     step = width * 1e-3
     up, down = cells.copy(), cells.copy()
     up[name] = up[name] + step
     down[name] = down[name] - step
     gradient = (encode(up)[1] - encode(down)[1]) / (2.0 * step)
-    return width**2 / 12.0 * (gradient.T @ (weights[:, None] * gradient))
+    return width**2 / 12.0 * (gradient[:, :, None] * gradient[:, None, :])
+
+
+def cell_intervals(
+    hist: HistogramRelease,
+    estimator: str,
+    names: Sequence[str],
+    policy: Threshold,
+    X: np.ndarray,
+    y: np.ndarray,
+    fit: WeightedFit,
+    q: float | None,
+    bin_width: float | None,
+    correction: np.ndarray | None = None,
+) -> Intervals:
+    """The standard errors and intervals of a fit on the cells of ``names`` (inference.py).
+
+    The weights' moments are taken per cell of the release, at its released
+    weight, and summed over the cells the fit pools, like the weights.
+    """
+    p = X.shape[1]
+    if fit.failed:
+        return Intervals(np.full((p, p), np.nan), None, SE_NOTE)
+    clip = estimator == "quantreg"
+    weights = hist.weights(policy)
+    if clip:
+        weights = np.maximum(weights, 0.0)
+    model = hist.count_model(policy, clip)
+    problem = CellProblem(
+        X=X,
+        y=y,
+        weights=hist.sum_over(names, weights),
+        mapped=hist.sum_over(names, weights + model.shift(weights)),
+        moments=model.moments(weights).summed(lambda values: hist.sum_over(names, values)),
+        n=hist.n,
+        correction=correction,
+    )
+    if estimator == "ols":
+        return least_squares_intervals(problem, fit.params, hist.postprocessing())
+    return quantile_intervals(problem, fit.params, q, bin_width, hist.postprocessing())
 
 
 def fit_on_cells(
@@ -129,26 +167,29 @@ def fit_on_cells(
     corrected = check_sheppard(sheppard, continuous, estimator)
     cells, weights = hist.marginal(names, policy, clip=estimator == "quantreg")
     y, X = encode(cells)
-    correction = None
+    per_cell = None
     if corrected:
-        correction = sum(_sheppard_term(encode, cells, c, weights, hist.bin_width(c)) for c in corrected)
-    fit, mode = fit_cells(estimator, X, y, weights, q, response, hist.bin_width(y_name), correction)
+        per_cell = sum(_sheppard_rows(encode, cells, c, hist.bin_width(c)) for c in corrected)
+    correction = None if per_cell is None else np.einsum("r,rij->ij", weights, per_cell)
+    bin_width = hist.bin_width(y_name)
+    fit, mode = fit_cells(estimator, X, y, weights, q, response, bin_width, correction)
     hyper = hist.hyperparameters(policy, names, weights, q, mode)
     if estimator == "ols":
         hyper["sheppard"] = list(corrected)
-    return CellFit(fit, term_names, tuple(names), hyper)
+    intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, bin_width, per_cell)
+    return CellFit(fit, term_names, tuple(names), hyper, intervals)
 
 
 def as_release(cell_fit: CellFit, privacy: PrivacySpent) -> Release:
-    """A cell fit as a mechanism's release (standard errors NaN: see :data:`SE_NOTE`)."""
-    p = len(cell_fit.term_names)
+    """A cell fit as a mechanism's release, with its standard errors (inference.py)."""
     return Release(
         params=cell_fit.fit.params,
-        cov=np.full((p, p), np.nan),
+        cov=cell_fit.intervals.cov,
         privacy=privacy,
-        se_note=SE_NOTE,
+        se_note=cell_fit.intervals.note,
         failed=cell_fit.fit.failed,
         reason=cell_fit.fit.reason,
         noisy_stats=dict(cell_fit.fit.stats),
         hyperparameters=cell_fit.hyperparameters,
+        replicates=cell_fit.intervals.replicates,
     )

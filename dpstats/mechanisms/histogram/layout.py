@@ -9,11 +9,11 @@ rescaled by its declared bounds and cut into K equal bins, the last one
 closed (the paper's footnote 1); each categorical column contributes one
 cell per declared level. The cells are the product, flattened in C order.
 
-Default bins (section 4.3): the paper asks that the average count per cell,
+Lei's rule of thumb (section 4.3): the paper asks that the average count per cell,
 ``n / c(K)``, be much larger than the maximum additive noise
 ``max_r |z_r| = O_P(log c(K))``, where ``c(K)`` is the number of cells. For
 Laplace noise of scale ``2 / eps`` that maximum is about
-``(2 / eps) log c(K)``, so the default K is the largest with
+``(2 / eps) log c(K)``, so :func:`lei_bins` is the largest K with
 
     n / c(K) >= max(3 (2 / eps), 1) log c(K)
 
@@ -26,6 +26,27 @@ the rule without eps picks far too many cells at eps = 0.1 and, on small
 data, 2 bins, which bias a regression badly. For the housing example (n = 250,070, two continuous
 columns, 4 x 6 categorical cells) it gives K = 14 at eps = 1 and K = 5 at
 eps = 0.1; the paper used 10 at both (``n / c = 104``, ``log c = 7.8``).
+
+Default bins: finer than that rule (undersmoothing). The rule balances the
+histogram's bias against its noise, the right trade for the point estimate's
+error; an interval must in addition have a bias small next to its width, and
+the intervals (dpstats/mechanisms/histogram/inference.py) cover the sampling
+error, the noise and the thresholding, not the binning. Binning bias falls
+like ``h^2`` for smooth densities (Sheppard 1898; ``h`` for a Lipschitz
+contrast in Lei's Theorem 3), the noise's share of the error grows like
+``K^(d / 2)``, so :func:`default_bins` takes ``ceil(f K_Lei)`` bins per
+numeric axis, with ``f = 1.5`` for least squares and ``f = 3`` for quantile
+regression. Quantile regression's score is bounded (Lei's condition B1), so
+cells of pure noise far from the fit barely move it and it affords finer bins;
+least squares' squared residuals give those cells leverage. The factors come
+from the coverage scan of dpstats/coverage.py's designs (two numeric axes, n =
+1,000 and 10,000, eps = 1 and 5; benchmarks/bench_coverage.py). At n = 1,000
+and eps = 1 on the heteroskedastic design, ``f = 1`` covers the intercept in
+70-80% of samples for least squares and almost never for the median (binning
+bias), ``f = 2`` costs least squares 4 points (cells of pure noise), and the
+median needs ``f = 3``.
+``noisy_histogram``, whose fits are not known at release time, uses the
+least-squares factor.
 
 Thresholding (section 4.2 and Algorithm 1'): ``"enhanced"`` zeroes every
 noisy count below ``A log(n) / eps`` (A = 1/2 as in the paper's housing
@@ -47,6 +68,8 @@ THRESHOLDS = ("enhanced", "nonnegative", "none")
 ENHANCED_A = 0.5
 BIN_RULE_FACTOR = 3.0
 MIN_BINS = 3
+UNDERSMOOTHING = {"ols": 1.5, "quantreg": 3.0}
+"""Default bins per numeric axis over Lei's rule of thumb, per estimator (module docstring)."""
 MAX_CELLS = 20_000_000
 
 Threshold = str | float
@@ -153,7 +176,12 @@ class HistogramLayout:
         return {a.name: a.levels for a in self.axes if a.levels is not None}
 
 
-def default_bins(n: int, free_axes: int, fixed_cells: int, eps: float) -> int:
+def default_bins(n: int, free_axes: int, fixed_cells: int, eps: float, estimator: str = "ols") -> int:
+    """The default K: ``ceil(f K_Lei)`` with the estimator's undersmoothing factor f (module docstring)."""
+    return math.ceil(UNDERSMOOTHING[estimator] * lei_bins(n, free_axes, fixed_cells, eps))
+
+
+def lei_bins(n: int, free_axes: int, fixed_cells: int, eps: float) -> int:
     """The paper's rule of thumb for K (Lei 2011, section 4.3; module docstring).
 
     The largest K >= 3 with ``n / c(K) >= max(3 (2 / eps), 1) log c(K)``, where
@@ -220,6 +248,7 @@ def build_layout(
     bins: int | Mapping[str, int] | None,
     n: int,
     eps: float,
+    estimator: str = "ols",
 ) -> HistogramLayout:
     """The layout of the columns ``names``, from declared metadata only.
 
@@ -227,7 +256,7 @@ def build_layout(
     is then a Categorical with exactly those levels), numeric otherwise, with
     declared bounds required. ``bins``: one K for every numeric column, a
     mapping per column (the others get the default), or None (the default
-    rule, :func:`default_bins`).
+    rule, :func:`default_bins`, for the fits of ``estimator``).
     """
     names = list(names)
     numeric = [name for name in names if name not in levels]
@@ -245,7 +274,7 @@ def build_layout(
         chosen = dict.fromkeys(numeric, _check_bins(bins, "bins"))
     fixed = math.prod(len(levels[name]) for name in names if name in levels) * math.prod(chosen.values())
     free = [name for name in numeric if name not in chosen]
-    k = default_bins(n, len(free), fixed, eps)
+    k = default_bins(n, len(free), fixed, eps, estimator)
     axes = tuple(
         Axis(name, levels=tuple(levels[name]))
         if name in levels

@@ -33,7 +33,9 @@ the response's bins); ``fit(..., response="centre")`` and
 program on the centres. ``dp_quantreg`` with several quantiles splits eps and
 releases one histogram per quantile; one ``noisy_histogram`` followed by
 ``.quantreg`` for each q spends eps once.
-Standard errors are NaN (see ``SE_NOTE``).
+Standard errors and intervals: a bias-corrected parametric bootstrap of the
+released histogram, post-processing that spends nothing
+(dpstats/mechanisms/histogram/inference.py); ``se_share`` is not used.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import pandas as pd
 from ...design import Design
 from ...quantiles import check_quantile
 from ..base import PrivacyRequest, Release
-from .cell_fits import CellFit, as_release, check_response, fit_cells, fit_on_cells
+from .cell_fits import CellFit, as_release, cell_intervals, check_response, fit_cells, fit_on_cells
 from .layout import Threshold, build_layout, check_threshold
 from .release import HistogramRelease, release_histogram
 
@@ -93,7 +95,7 @@ def _fit_variables(
     """The histogram over the formula's variables, and the design fitted on its cells."""
     variables = design.variables
     frame = variables.frame
-    layout = build_layout(list(frame.columns), variables.bounds, variables.levels, bins, design.n, eps)
+    layout = build_layout(list(frame.columns), variables.bounds, variables.levels, bins, design.n, eps, estimator)
     hist = release_histogram(frame, layout, eps, threshold, rng)
     names = list(frame.columns)
     cell_fit = fit_on_cells(
@@ -130,13 +132,15 @@ def _fit_columns(
     bounds = {design.y_name: design.y_bounds}
     bounds.update({design.term_names[j]: tuple(design.x_bounds[j]) for j in slopes})
     frame = pd.DataFrame({design.y_name: design.y, **{design.term_names[j]: design.X[:, j] for j in slopes}})
-    layout = build_layout(names, bounds, {}, bins, design.n, eps)
+    layout = build_layout(names, bounds, {}, bins, design.n, eps, estimator)
     hist = release_histogram(frame, layout, eps, threshold, rng)
     cells, weights = hist.marginal(names, threshold, clip=estimator == "quantreg")
     X = np.ones((len(cells), design.n_columns))
     for j in slopes:
         X[:, j] = cells[design.term_names[j]].to_numpy(dtype=float)
     y = cells[design.y_name].to_numpy(dtype=float)
-    result, mode = fit_cells(estimator, X, y, weights, q, response, hist.bin_width(design.y_name))
+    bin_width = hist.bin_width(design.y_name)
+    result, mode = fit_cells(estimator, X, y, weights, q, response, bin_width)
     hyper = hist.hyperparameters(threshold, names, weights, q, mode)
-    return hist, CellFit(result, design.term_names, tuple(names), hyper)
+    intervals = cell_intervals(hist, estimator, names, threshold, X, y, result, q, bin_width)
+    return hist, CellFit(result, design.term_names, tuple(names), hyper, intervals)

@@ -10,14 +10,16 @@ Lemma 2; the paper's density ``alpha exp(-alpha |z| / 2) / 4``). Everything a
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from ...noise import laplace_mechanism
+from ...noise import laplace_mechanism, make_rng, postprocessing_rng
 from ...privacy import PrivacySpent
+from .cell_moments import CountModel, count_model
 from .layout import HistogramLayout, Threshold, check_threshold, cutoff, thresholded
 
 RELEASE_NAME = "histogram counts"
@@ -44,7 +46,10 @@ class HistogramRelease:
 
     Holds no row of the data. Every method is post-processing and spends no
     further privacy. ``threshold`` is the default policy of the fits (module
-    docstring); each method can override it.
+    docstring); each method can override it. ``_postprocessing`` is the
+    stream of the fits' bootstrap draws (``noise.postprocessing_rng`` of the
+    release's generator); every fit starts from a copy of it, so a fit's
+    intervals are a function of the release and the seed alone.
     """
 
     layout: HistogramLayout
@@ -53,6 +58,7 @@ class HistogramRelease:
     threshold: Threshold
     privacy: PrivacySpent
     _counts: np.ndarray = field(repr=False)
+    _postprocessing: np.random.Generator | None = field(default=None, repr=False, compare=False)
 
     @property
     def counts(self) -> np.ndarray:
@@ -105,12 +111,28 @@ class HistogramRelease:
         weights = self.weights(threshold)
         if clip:
             weights = np.maximum(weights, 0.0)
+        return self.layout.cell_frame(names), self.sum_over(names, weights)
+
+    def sum_over(self, names: Sequence[str], values: np.ndarray) -> np.ndarray:
+        """A value per cell of the release, summed over the columns not in ``names`` (cells of ``names``, C order)."""
         order = [self.columns.index(name) for name in names]
         others = tuple(i for i in range(len(self.columns)) if i not in order)
-        summed = weights.reshape(self.layout.shape).sum(axis=others)
+        summed = np.asarray(values, dtype=float).reshape(self.layout.shape).sum(axis=others)
         kept = sorted(order)
-        summed = np.moveaxis(summed, [kept.index(i) for i in order], range(len(order)))
-        return self.layout.cell_frame(names), summed.reshape(-1)
+        return np.moveaxis(summed, [kept.index(i) for i in order], range(len(order))).reshape(-1)
+
+    def count_model(self, threshold: Threshold | None, clip: bool = False) -> CountModel:
+        """The law of a cell's fit weight given its expected count (dpstats/mechanisms/histogram/cell_moments.py).
+
+        ``clip``: the weights are clipped at 0 too (quantile regression), so
+        without thresholding they are ``max(count + noise, 0)``.
+        """
+        c = self.cutoff(threshold)
+        return count_model(max(c, 0.0) if clip else c, 2.0 / self.eps)
+
+    def postprocessing(self) -> np.random.Generator:
+        """A fresh copy of the release's post-processing stream (fresh OS entropy if the release has none)."""
+        return make_rng(None) if self._postprocessing is None else copy.deepcopy(self._postprocessing)
 
     def bin_width(self, name: str) -> float | None:
         """The bin width of numeric column ``name`` (None for a categorical or unknown name)."""
@@ -138,7 +160,10 @@ def histogram_privacy(eps: float) -> PrivacySpent:
         notion="pure",
         eps=eps,
         split=((RELEASE_NAME, eps),),
-        caveats=("every fit from the same noisy histogram is post-processing and costs nothing further",),
+        caveats=(
+            "every fit from the same noisy histogram, standard errors included, is post-processing and costs "
+            "nothing further",
+        ),
     )
 
 
@@ -155,4 +180,4 @@ def release_histogram(
     ``kind`` is the class of the release (the front end's NoisyHistogram adds formula fits).
     """
     noisy = release_counts(rng, layout.counts(frame), eps)
-    return kind(layout, len(frame), eps, threshold, histogram_privacy(eps), noisy)
+    return kind(layout, len(frame), eps, threshold, histogram_privacy(eps), noisy, postprocessing_rng(rng))

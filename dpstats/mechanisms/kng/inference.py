@@ -51,14 +51,15 @@ regression by simulation). Released, adaptively:
    sensitivity 1; McSherry & Talwar 2007, Smith 2011). Under the normal
    reference it gives sigma (:func:`median_abs_factor`) and Hall & Sheather's
    (1988) bandwidth, as statsmodels' QuantReg and R's ``summary.rq(se = "ker")``
-   compute it from the data (:func:`bandwidth`), times :data:`BANDWIDTH_FACTOR`:
-   the kernel matrix's release noise falls with h, its bias grows as h^2;
+   compute it from the data (:func:`bandwidth`);
 3. the kernel matrix ``K = sum_i 1{|r_i| <= h} w_i w_i'``, released as the meat
    is with the indicator for ``r_i^2`` (each entry's row term lies in the hull
-   of the product range and 0, whatever h is), shrunk towards the
-   homoskedastic ``K_11 S / n`` and made PSD (:func:`shrunk_psd`, the logic of
-   ``sandwich.robust_meat``; the homoskedastic matrix itself where the result
-   is singular); ``D1 = K / (2 h n)`` (the uniform kernel).
+   of the product range and 0, whatever h is), made PSD (:func:`nearest_psd`;
+   the homoskedastic ``K_11 S / n`` where that is singular);
+   ``D1 = K / (2 h n)`` (the uniform kernel). It is not shrunk towards the
+   homoskedastic matrix as the least-squares meat is: with heteroskedastic
+   errors that bias is not calibrated by the bootstrap below (measured: slope
+   coverage 0.84 with shrinkage, 0.93 without, at n = 2000, eps = 2, tau = 0.25).
 
 The noise of the released S and K is large next to the kernel matrix's
 signal unless n eps is large (the window holds a fraction of the rows), so the
@@ -67,6 +68,9 @@ Hinkley 1997, section 5.2.1): in the bootstrap world the released S~, K~ are
 the truth, fresh Laplace noise of the releases' scales gives S*, K* and the
 standard errors se* of the same pipeline, and ``T* = (phi* - phi~) / se*`` with
 ``phi* = phi~ + N(0, V~) + (n D1~)^{-1} z*`` calibrates ``phi~ -+ T* se~``.
+(Checked against draws of the mechanism at fixed data, n = 2000: the K-norm
+model's privacy sd is within 10% of the draws' at eps = 1, 20% low at eps = 5
+where the gradient's steps matter and the privacy noise is a small part.)
 
 Both return replicates whose percentile intervals are those intervals (a
 confidence distribution's draws) and whose spread gives the standard errors.
@@ -80,13 +84,11 @@ truncation to Theta (B = 2, rarely binding) and the K-norm approximation's
 neglect of the gradient's steps (they matter only where the noise is already
 small next to the sampling error), the kernel estimate's O(h^2) bias and the
 bandwidth's own noise; with strongly heteroskedastic errors a pooled
-bandwidth overstates the variance where the errors are small (measured:
-the intercept of the heteroskedastic design covers 0.975-0.98).
+bandwidth overstates the variance where the errors are small.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -98,11 +100,11 @@ from ... import noise, sandwich
 from ...uncertainty import infinite_cov, replicate_covariance
 from . import sampler as kng_sampler
 
-DEFAULT_SHARE = {"ols": float(os.environ.get("KNG_SHARE", 0.3)), "quantreg": float(os.environ.get("KNG_QSHARE", 0.5))}
+DEFAULT_SHARE = {"ols": 0.3, "quantreg": 0.5}
 """The part of eps spent on standard errors unless the user sets ``se_share``."""
-BREAD_SHARE = {"ols": float(os.environ.get("KNG_BREAD", 0.7)), "quantreg": float(os.environ.get("KNG_QBREAD", 0.2))}
+BREAD_SHARE = {"ols": 0.7, "quantreg": 0.2}
 """The part of the standard errors' budget spent on S = X'X."""
-SCALE_SHARE = float(os.environ.get("KNG_SCALE", 0.2))
+SCALE_SHARE = 0.2
 """Quantile regression: the part of the standard errors' budget spent on the residual scale."""
 REPLICATES = 1000
 """Bootstrap draws (public)."""
@@ -294,9 +296,6 @@ def release_scale(rng: np.random.Generator, abs_residuals: np.ndarray, top: floa
     return float(noise.exponential_mechanism_release(rng, draw, utility, 1.0, eps, "SE: residual scale"))
 
 
-BANDWIDTH_FACTOR = float(os.environ.get("KNG_HF", 1.5))
-
-
 def release_quantile(rng: np.random.Generator, problem: Problem, phi: np.ndarray, tau: float, eps: float) -> Released:
     """S, the residual scale, then the kernel matrix of the centred rows at the bandwidth it gives."""
     X, bounds, icpt = problem.X, problem.bounds, problem.intercept_index
@@ -306,11 +305,11 @@ def release_quantile(rng: np.random.Generator, problem: Problem, phi: np.ndarray
     abs_residuals = np.abs(problem.v - X @ phi)
     top = sandwich.residual_bound(phi, bounds, problem.v_bounds)
     scale = release_scale(rng, abs_residuals, top, parts["SE: residual scale"])
-    h = BANDWIDTH_FACTOR * bandwidth(X.shape[0], tau, scale / median_abs_factor(tau))
+    h = bandwidth(X.shape[0], tau, scale / median_abs_factor(tau))
     inside = (abs_residuals <= h).astype(float)
     kernel_eps = sum(parts[name] for name in KERNEL_NAMES if name in parts)
     box = centred_box(bounds, L, icpt)
-    kernel = sandwich.release_meat(rng, X @ L.T, inside, box, 1.0, kernel_eps, icpt, KERNEL_NAMES)
+    kernel = sandwich.release_meat(rng, X @ L.T, inside, box, 1.0, kernel_eps, icpt, names=KERNEL_NAMES)
     return Released(bread, bread_scale, kernel, L, h)
 
 
@@ -445,45 +444,40 @@ def inverted_draws(
 # Quantile regression: Powell's sandwich, bootstrap-t over the releases' noise
 # --------------------------------------------------------------------------
 
-SHRINK = sandwich.SHRINK
 
-
-def shrunk_psd(noisy: np.ndarray, bread: np.ndarray, variance: np.ndarray, intercept_index: int | None) -> np.ndarray:
-    """``sandwich.robust_meat`` (no residual correction) for stacked matrices: shrink, then keep-diagonal PSD."""
-    if intercept_index is not None:
-        i = intercept_index
-        rss = np.maximum(noisy[..., i, i], 0.0)
-        target = (rss / bread[..., i, i])[..., None, None] * bread
-        departure = noisy - target
-        keep = np.where(variance > 0, np.maximum(0.0, 1.0 - SHRINK * variance / departure**2), 1.0)
-        noisy = target + keep * departure
-    sym = (noisy + np.swapaxes(noisy, -1, -2)) / 2.0
-    scale = np.sqrt(np.maximum(np.diagonal(sym, axis1=-2, axis2=-1), 0.0))
-    positive = scale > 0
-    safe = np.where(positive, scale, 1.0)
-    both = positive[..., :, None] & positive[..., None, :]
-    eye = np.eye(sym.shape[-1], dtype=bool)
-    corr = np.where(both, sym / (safe[..., :, None] * safe[..., None, :]), np.where(eye, 1.0, 0.0))
-    values, vectors = np.linalg.eigh(corr)
-    corr = (vectors * np.maximum(values, 0.0)[..., None, :]) @ np.swapaxes(vectors, -1, -2)
-    unit = np.sqrt(np.maximum(np.diagonal(corr, axis1=-2, axis2=-1), 1e-300))
-    corr = corr / (unit[..., :, None] * unit[..., None, :])
-    return np.where(both, corr * (scale[..., :, None] * scale[..., None, :]), 0.0)
+def nearest_psd(matrices: np.ndarray) -> np.ndarray:
+    """``uncertainty.nearest_psd`` for stacked matrices: keep the (non-negative) diagonal, clip the correlations'
+    eigenvalues at 0 (rows with a zero diagonal stay 0)."""
+    with np.errstate(all="ignore"):
+        sym = (matrices + np.swapaxes(matrices, -1, -2)) / 2.0
+        scale = np.sqrt(np.maximum(np.diagonal(sym, axis1=-2, axis2=-1), 0.0))
+        positive = scale > 0
+        safe = np.where(positive, scale, 1.0)
+        both = positive[..., :, None] & positive[..., None, :]
+        eye = np.eye(sym.shape[-1], dtype=bool)
+        corr = np.where(both, sym / (safe[..., :, None] * safe[..., None, :]), np.where(eye, 1.0, 0.0))
+        values, vectors = np.linalg.eigh(corr)
+        corr = (vectors * np.maximum(values, 0.0)[..., None, :]) @ np.swapaxes(vectors, -1, -2)
+        unit = np.sqrt(np.maximum(np.diagonal(corr, axis1=-2, axis2=-1), 1e-300))
+        corr = corr / (unit[..., :, None] * unit[..., None, :])
+        return np.where(both, corr * (scale[..., :, None] * scale[..., None, :]), 0.0)
 
 
 def quantile_sandwich(
-    bread: np.ndarray, kernel_w: np.ndarray, released: Released, n: int, tau: float, kng_noise: Noise, icpt
+    bread: np.ndarray, kernel_w: np.ndarray, released: Released, n: int, tau: float, kng_noise: Noise, icpt: int | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(sampling V, privacy covariance, ``A = n D1``, ok) for stacked (S, kernel matrix of the centred rows).
 
-    NaN where S or D1 is not positive definite (``ok`` False).
+    The kernel matrix is made PSD (:func:`nearest_psd`) and mapped back to x's
+    coordinates; where that is singular, with an intercept, the homoskedastic
+    ``K_11 S / n`` (``D1 = f0 D0``) takes its place. NaN where S or D1 is not
+    positive definite (``ok`` False).
     """
     L = released.centring
     L_inv = np.linalg.inv(L)
     p = L.shape[0]
-    variance = sandwich.from_upper_triangle(released.meat.noise_variance, p)
-    count = L_inv @ shrunk_psd(kernel_w, L @ bread @ L.T, variance, icpt) @ L_inv.T
-    if icpt is not None:  # where the shrunk matrix is singular: the homoskedastic D1 = f0 D0
+    count = L_inv @ nearest_psd(kernel_w) @ L_inv.T
+    if icpt is not None:
         pooled = (np.maximum(kernel_w[..., icpt, icpt], 0.0) / n)[..., None, None] * bread
         count = np.where(_definite(count)[..., None, None], count, pooled)
     d1 = count / (2.0 * released.bandwidth * n)
@@ -521,8 +515,6 @@ def studentized_draws(
     z = kng_sampler.k_norm_draws(rng, kng_noise.c, p, kng_noise.norm, REPLICATES)
     W = noise.gaussian(rng, 1.0, (REPLICATES, p)) @ _root(cov).T + np.linalg.solve(A, z.T).T
     outside = float(np.mean(np.abs(phi + W).sum(axis=1) > kng_noise.B))
-    if os.environ.get("KNG_PLAIN"):
-        return jacobian @ phi + offset - W @ jacobian.T, outside
     bread_star = released.bread + _symmetric_noise(rng, np.full(p * (p + 1) // 2, released.bread_scale), p, REPLICATES)
     kernel_star = released.meat.meat + _symmetric_noise(rng, np.sqrt(released.meat.noise_variance / 2.0), p, REPLICATES)
     cov_star, privacy_star, _, _ = quantile_sandwich(bread_star, kernel_star, released, n, tau, kng_noise, icpt)

@@ -44,6 +44,7 @@ import numpy as np
 
 from ... import noise, sandwich
 from ...uncertainty import infinite_cov, replicate_covariance
+from . import structured
 
 DEFAULT_SHARE = 0.2
 """The part of eps spent on the sandwich unless the user sets ``se_share``."""
@@ -55,8 +56,10 @@ SUM_SHARE = 0.1
 """With an intercept, the part of the standard errors' budget spent on the column sums."""
 
 
-def centered_split(eps: float, p: int) -> tuple[tuple[str, float], ...]:
-    """The standard errors' releases with an intercept and their budgets: the sums, then the meat's."""
+def centered_split(eps: float, p: int, sums: bool = True) -> tuple[tuple[str, float], ...]:
+    """The standard errors' releases with an intercept and their budgets: the sums (unless known), the meat's."""
+    if not sums:
+        return sandwich.meat_split(eps, p + 1, 0)
     return (("SE: sum(x)", eps * SUM_SHARE), *sandwich.meat_split(eps * (1.0 - SUM_SHARE), p + 1, 0))
 
 
@@ -70,22 +73,33 @@ class CenteredSandwich:
 
 
 def release_centered_sandwich(
-    rng: np.random.Generator, U: np.ndarray, v: np.ndarray, coef_unit: np.ndarray, eps: float
+    rng: np.random.Generator,
+    U: np.ndarray,
+    v: np.ndarray,
+    coef_unit: np.ndarray,
+    eps: float,
+    blocks: tuple[tuple[int, ...], ...] = (),
+    u_sum: np.ndarray | None = None,
 ) -> CenteredSandwich:
     """Noisy ``sum_i u_i``, then the meat of rows ``(1, u_i - c)``, at budget eps in all (:func:`centered_split`).
 
     ``coef_unit`` = (intercept, slopes) on the unit scale, already released;
-    c = the noisy means clipped to [0, 1], public once released.
+    c = the noisy means clipped to [0, 1], public once released. Sums that
+    were already released (``u_sum``: the first row of a released ``W'W``) are
+    not released again. The meat's sensitivity uses the rows' one-hot
+    ``blocks`` too (dpstats/sandwich.py, ``row_norms``).
     """
     n, p = U.shape
-    eps_sum = eps * SUM_SHARE
-    u_sum = np.atleast_1d(noise.laplace_mechanism(rng, U.sum(axis=0), float(p), eps_sum, "SE: sum(x)"))
+    eps_sum = 0.0 if u_sum is not None else eps * SUM_SHARE
+    if u_sum is None:
+        u_sum = np.atleast_1d(noise.laplace_mechanism(rng, U.sum(axis=0), float(p), eps_sum, "SE: sum(x)"))
     centre = np.clip(u_sum / n, 0.0, 1.0)
     W = np.column_stack([np.ones(n), U - centre])
     box = np.vstack([[1.0, 1.0], np.column_stack([-centre, 1.0 - centre])])
     bound = sandwich.residual_bound(_centred(coef_unit, centre), box, (0.0, 1.0))
     residuals = sandwich.clipped_residuals(v, W @ _centred(coef_unit, centre), bound)
-    released = sandwich.release_meat(rng, W, residuals, box, bound, eps - eps_sum, 0)
+    norms = sandwich.row_norms(p, blocks, centre)
+    released = sandwich.release_meat(rng, W, residuals, box, bound, eps - eps_sum, 0, norms)
     return CenteredSandwich(u_sum=u_sum, centre=centre, meat=released)
 
 
@@ -231,6 +245,33 @@ def centered_uncertainty(
             return infinite_cov(p), None
         draws = centered_replicates(rng, coef_unit, cov_unit, s_xx, released.u_sum / n, n, scales)
         return _finish((draws @ jacobian.T + offset)[:, order])
+
+
+def structured_uncertainty(
+    rng: np.random.Generator,
+    released: CenteredSandwich,
+    coef_unit: np.ndarray,
+    wtw: np.ndarray,
+    layout: structured.Layout,
+    noise_scale: float,
+    n: int,
+    to_user: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> Uncertainty:
+    """As :func:`centered_uncertainty` for the uncentred release of :mod:`.structured`."""
+    jacobian, offset, order = to_user
+    p = coef_unit.size
+    with np.errstate(all="ignore"):
+        if not all(np.all(np.isfinite(a)) for a in (released.meat.meat, wtw, coef_unit)):
+            return infinite_cov(p), None
+        mask = structured.released_mask(layout)
+        privacy_cov = structured.privacy_covariance(coef_unit, wtw, mask, noise_scale)
+        s_xx = wtw[1:, 1:] - np.outer(wtw[0, 1:], wtw[0, 1:]) / n
+        cov_unit = centered_covariance(released, s_xx, n, privacy_cov)
+        if not np.all(np.isfinite(cov_unit)):
+            return infinite_cov(p), None
+        draws = _normal_draws(rng, coef_unit, cov_unit, REPLICATES)
+        refits = structured.noisy_refits(rng, wtw, draws, mask, noise_scale)
+        return _finish((refits @ jacobian.T + offset)[:, order])
 
 
 def origin_uncertainty(

@@ -22,6 +22,12 @@ intercept has sensitivity (1 + sum_j |b~_j|)/n given the released b~, since
 each mean moves by at most 1/n. At p = 1 this is Algorithm 1 draw for draw.
 Failure generalises nvar <= 0: the noisy S_xx is not positive definite.
 
+With an intercept and categorical terms of three or more levels (one-hot
+blocks of two or more dummies), the centred S_xx's noise would grow with the
+square of the number of levels:
+:mod:`.structured` releases the uncentred statistics with their structural
+zeros instead, with a sensitivity that does not grow with the levels.
+
 Without an intercept the affine rescaling would change the model, so each
 column is divided by c_j = max(|lo_j|, |hi_j|) (into [-1, 1]) and the
 uncentred X'X (upper triangle) and X'y are released with eps/2 each; the
@@ -47,7 +53,7 @@ from ...noise import laplace_mechanism
 from ...privacy import PrivacySpent
 from ...sandwich import from_upper_triangle, upper_triangle
 from ..base import PrivacyRequest, Release, failed_release
-from . import inference
+from . import inference, structured
 
 SE_NOTE = (
     "Standard errors and percentile bootstrap intervals cover the sampling error (an HC1 sandwich from a "
@@ -63,6 +69,12 @@ def centered_sensitivity(n: int) -> float:
     return 1.0 - 1.0 / n
 
 
+def slope_blocks(design: Design) -> tuple[tuple[int, ...], ...]:
+    """The design's one-hot blocks as positions among the slope columns (the unit scale's columns)."""
+    position = {int(j): k for k, j in enumerate(design.slope_indices)}
+    return tuple(tuple(position[j] for j in block) for block in design.one_hot_blocks)
+
+
 def _is_positive_definite(matrix: np.ndarray) -> bool:
     try:
         np.linalg.cholesky(matrix)
@@ -75,6 +87,8 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Re
     """Run NoisyStats on ``design`` (see the module docstring)."""
     if design.intercept_index is None:
         return _fit_through_origin(design, privacy, rng)
+    if any(len(block) > 1 for block in design.one_hot_blocks):  # one dummy alone is just a [0, 1] column
+        return _fit_structured(design, privacy, rng)
     return _fit_centered(design, privacy, rng)
 
 
@@ -124,6 +138,37 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     to_user = (scale.jacobian(), scale.offset(), _design_order(design))
     cov, replicates = inference.centered_uncertainty(
         noise.postprocessing_rng(rng), released, coef_unit, s_xx, n, scales, to_user
+    )
+    return _release(params, cov, replicates, spent, note, noisy_stats)
+
+
+def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Release:
+    """Designs with an intercept and categorical blocks (dpstats/mechanisms/noisystats/structured.py)."""
+    eps, n = privacy.eps, design.n
+    share = privacy.share(inference.DEFAULT_SHARE)
+    p = design.slope_indices.size
+    split = _split(eps, share, (structured.NAME,), inference.centered_split(eps * share, p, sums=False))
+    spent = PrivacySpent(notion="pure", eps=eps, split=split)
+    note = SE_NOTE if share > 0 else NO_SE_NOTE
+    scale = CenteredUnitScale.from_design(design)
+    U, v = scale.transform(design)
+    blocks = slope_blocks(design)
+    wtw, wtv, layout, noise_scale = structured.release(rng, U, v, blocks, split[0][1])
+    u_sum = wtw[0, 1:]
+    s_xx = wtw[1:, 1:] - np.outer(u_sum, u_sum) / n
+    noisy_stats = _user_unit_stats(scale, s_xx, wtv[1:] - u_sum * wtv[0] / n)
+    if not _is_positive_definite(wtw):
+        return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
+    coef_unit = np.linalg.solve(wtw, wtv)
+    theta = scale.jacobian() @ coef_unit + scale.offset()
+    params = place_coefficients(design, theta[0], theta[1:])
+    if share == 0:
+        return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats)
+
+    released = inference.release_centered_sandwich(rng, U, v, coef_unit, eps * share, blocks, u_sum=u_sum)
+    to_user = (scale.jacobian(), scale.offset(), _design_order(design))
+    cov, replicates = inference.structured_uncertainty(
+        noise.postprocessing_rng(rng), released, coef_unit, wtw, layout, noise_scale, n, to_user
     )
     return _release(params, cov, replicates, spent, note, noisy_stats)
 

@@ -3,7 +3,10 @@
 ``mechanism`` (the fit), ``matchings`` (which pairs), ``pair_estimates`` and
 ``pair_counting`` (the pairs' predictions, listed or counted), ``dp_median``
 (the exponential and widened medians) and ``smooth_sensitivity`` (the
-Student-t median).
+Student-t median); for the standard errors ``inference`` (the bootstrap),
+``spread`` (the density window), ``row_counts`` (the rows' pair signs),
+``pair_sources`` (listed or counted pairs) and ``release_laws`` (each
+median's noise law).
 """
 
 from __future__ import annotations

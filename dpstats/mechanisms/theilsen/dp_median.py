@@ -62,6 +62,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ... import noise
 from ...noise import gumbel, uniform
 from .pair_counting import AllPairsCounter
 
@@ -355,6 +356,27 @@ class RejectionSampler:
             if excess == 0 or math.log(float(uniform(rng))) < -self.rate * excess:
                 return r
             self._insert(k, r, new_left, new_right)
+
+
+def release(
+    rng: np.random.Generator,
+    oracle: CountOracle,
+    lo: float,
+    hi: float,
+    lipschitz: int,
+    eps: float,
+    theta: float,
+    name: str,
+) -> float:
+    """One recorded draw of Algorithm 3 (theta = 0) or 4 at budget eps with utility sensitivity ``lipschitz``."""
+
+    def sample(generator: np.random.Generator) -> float:
+        return exponential_median(generator, oracle, lo, hi, eps, lipschitz, theta)
+
+    def utility() -> np.ndarray:
+        return utility_on_grid(oracle, lo, hi, theta, utility_grid(lo, hi))
+
+    return float(noise.exponential_mechanism_release(rng, sample, utility, lipschitz, eps, name))
 
 
 def utility_grid(lo: float, hi: float, size: int = UTILITY_GRID) -> np.ndarray:

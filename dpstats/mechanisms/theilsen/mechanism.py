@@ -15,8 +15,10 @@ matchings for even n, n for odd n) is every pair. Odd n gets a phantom vertex
 L = min(k, n - 1) estimates: the Lipschitz constant of the pairing, by which
 the medians' budget is divided (Lemma 5).
 
-Budget. p25 and p75 share ``eps``: eps/2 each (the authors' code spent eps on
-each, so the pair cost 2 eps), reported in ``res.privacy.split``.
+Budget. p25 and p75 share ``(1 - se_share) eps`` equally (the authors' code
+spent eps on each, so the pair cost 2 eps); the standard errors spend the
+rest. All of it is reported in ``res.privacy.split``; ``se_share=0`` is the
+paper's mechanism draw for draw, at eps/2 per prediction.
 
 Medians (option ``median``; :mod:`.dp_median`, :mod:`.smooth_sensitivity`):
 
@@ -52,7 +54,11 @@ Conventions (decided here, documented in the user guide):
 * theta (default 0.01), df (default 3) and beta (default 1/2) are on the
   unit scale / dimensionless, as in Table 1.
 
-No valid DP standard error exists for these estimates yet: SEs are NaN.
+Standard errors (:mod:`.inference`): a DP window of the pair estimates
+around each prediction gives their density, DP moments of the rows' pair
+signs the U-statistic variance of the counts, and a rank-level parametric
+bootstrap adds each median's own noise law; intervals are basic bootstrap
+intervals. ``se_share`` defaults to :func:`.inference.default_share`.
 """
 
 from __future__ import annotations
@@ -67,10 +73,10 @@ from ... import noise
 from ...design import CenteredUnitScale, Design, place_coefficients
 from ...privacy import PrivacySpent
 from ..base import PrivacyRequest, Release, refuse_rho
-from . import dp_median, matchings, smooth_sensitivity
+from . import dp_median, inference, matchings, release_laws, smooth_sensitivity, spread
 from .banded_pairs import all_pairs_vector
-from .pair_counting import AllPairsCounter
-from .pair_estimates import all_pairs, n_pairs, pair_estimates, pilot_estimates, valid_sorted
+from .pair_estimates import all_pairs, n_pairs
+from .pair_sources import CountedPairs, ListedPairs
 
 DEFAULTS: dict[str, object] = {
     "median": "exp",
@@ -87,9 +93,11 @@ MAX_UNIT_RANGE = 1e9
 EXPLICIT_PAIRS_MAX = 1 << 14
 POINTS = (("p25", 0.25), ("p75", 0.75))
 SE_NOTE = (
-    "DP Theil-Sen releases no standard errors: no valid DP standard error for the private median of "
-    "pairwise estimates is available yet, so SEs, tests and intervals are NaN."
+    "SEs and basic bootstrap intervals cover sampling error and privacy noise: a rank-level parametric bootstrap "
+    "from a DP window of the pair estimates (their density) and DP moments of the rows' pair signs (the U-statistic "
+    "variance), released with se_share of eps, and each median's own noise law."
 )
+NO_SE_NOTE = "se_share=0: no budget was spent on standard errors, so SEs, tests and intervals are NaN."
 
 
 def _real(value: object, name: str) -> float:
@@ -169,35 +177,35 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
     scale = CenteredUnitScale.from_design(design)
     u, v = scale.transform(design)
     x = u[:, 0]
-    eps_each = privacy.eps / 2.0
     everything = k == matchings.rounds_max(n)
-    counting = everything and median != "smooth" and n_pairs(n) > EXPLICIT_PAIRS_MAX
-    if everything:
-        pairs = all_pairs(n) if n_pairs(n) <= EXPLICIT_PAIRS_MAX else None
-    else:
-        pairs = matchings.sample_matchings(rng, n, k)
+    listed = not everything or n_pairs(n) <= EXPLICIT_PAIRS_MAX
+    total = n_pairs(n) if everything else k * (n // 2)
+    share = privacy.share(inference.default_share(lipschitz, total, privacy.eps))
+    budget = inference.split(privacy.eps, share)
+    pairs = (all_pairs(n) if everything else matchings.sample_matchings(rng, n, k)) if listed else None
+    sources = {
+        name: ListedPairs(x, v, pairs, x0) if pairs is not None else CountedPairs(x, v, x0) for name, x0 in POINTS
+    }
 
-    if counting:
-        order = np.lexsort((v, x))
-        x_sorted, v_sorted = x[order], v[order]
     released = {}
     for name, x0 in POINTS:
+        source = sources[name]
         if median == "smooth":
-            released[name] = _smooth_release(rng, x, v, pairs, x0, lo, hi, lipschitz, eps_each, opts, name)
+            released[name] = _smooth_release(rng, x, v, source, x0, lo, hi, lipschitz, budget.point, opts, name)
         else:
             theta = float(opts["theta"]) if median == "wide" else 0.0
-            if counting:
-                counter = AllPairsCounter(x_sorted, v_sorted, x0, presorted=True)
-                oracle = dp_median.CountingOracle(counter, pilot_estimates(x, v, x0))
-            else:
-                oracle = dp_median.SortedOracle(valid_sorted(_estimates(x, v, pairs, x0), lo, hi)[0])
-            released[name] = _exponential_release(rng, oracle, lo, hi, lipschitz, eps_each, theta, name)
+            oracle = source.median_oracle(lo, hi)
+            released[name] = dp_median.release(rng, oracle, lo, hi, lipschitz, budget.point, theta, name)
 
     p25, p75 = released["p25"], released["p75"]
     coef_unit = np.array([1.5 * p25 - 0.5 * p75, 2.0 * (p75 - p25)])
     theta_user = scale.jacobian() @ coef_unit + scale.offset()
     p = design.n_columns
-    spent = PrivacySpent(notion="pure", eps=privacy.eps, split=(("p25", eps_each), ("p75", eps_each)))
+    split = (("p25", budget.point), ("p75", budget.point))
+    if share > 0:
+        windows = tuple((f"SE: window {name}", budget.window) for name, _ in POINTS)
+        split += (*windows, ("SE: rank moments", budget.moments))
+    spent = PrivacySpent(notion="pure", eps=privacy.eps, split=split)
     hyper: dict[str, object] = {
         "median": median,
         "k": k,
@@ -209,46 +217,99 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
         hyper["theta"] = float(opts["theta"])
     if median == "smooth":
         hyper.update(df=float(opts["df"]), beta=float(opts["beta"]))
+    noisy_stats = {name: np.asarray(scale.y_lo + scale.y_width * released[name]) for name, _ in POINTS}
+    params = place_coefficients(design, float(theta_user[0]), theta_user[1:])
+    if share == 0:
+        cov, replicates, note = np.full((p, p), np.nan), None, NO_SE_NOTE
+    else:
+        predictions = np.array([p25, p75])
+        se = _se_releases(rng, sources, predictions, lo, hi, lipschitz, budget, listed)
+        laws = tuple(
+            _error_law(median, opts, lipschitz, budget.point, sources[name].total, c, lo, hi)
+            for (name, _), c in zip(POINTS, predictions, strict=True)
+        )
+        draws = inference.replicates(noise.postprocessing_rng(rng), se, laws)
+        unit = np.column_stack([1.5 * draws[:, 0] - 0.5 * draws[:, 1], 2.0 * (draws[:, 1] - draws[:, 0])])
+        user = unit @ scale.jacobian().T + scale.offset()
+        replicates = np.empty_like(user)
+        replicates[:, design.intercept_index] = user[:, 0]
+        replicates[:, design.slope_indices[0]] = user[:, 1]
+        cov, note = inference.quantile_covariance(replicates), SE_NOTE
     return Release(
-        params=place_coefficients(design, float(theta_user[0]), theta_user[1:]),
-        cov=np.full((p, p), np.nan),
+        params=params,
+        cov=cov,
         privacy=spent,
-        se_note=SE_NOTE,
-        noisy_stats={name: np.asarray(scale.y_lo + scale.y_width * released[name]) for name, _ in POINTS},
+        se_note=note,
+        noisy_stats=noisy_stats,
         hyperparameters=hyper,
+        replicates=replicates,
     )
 
 
-def _estimates(x: np.ndarray, y: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], x0: float) -> np.ndarray:
-    return pair_estimates(x, y, pairs[0], pairs[1], x0)
-
-
-def _exponential_release(
+def _se_releases(
     rng: np.random.Generator,
-    oracle: dp_median.CountOracle,
+    sources: Mapping[str, ListedPairs | CountedPairs],
+    predictions: np.ndarray,
     lo: float,
     hi: float,
     lipschitz: int,
+    budget: inference.Split,
+    listed: bool,
+) -> inference.Released:
+    """The standard errors' releases (dpstats/mechanisms/theilsen/inference.py): two windows, then the moments."""
+    total = sources["p25"].total
+    tau = spread.window_rank(total, lipschitz, budget.window)
+    windows = []
+    for (name, _), prediction in zip(POINTS, predictions, strict=True):
+        center = min(hi, max(lo, float(prediction)))
+        oracle = sources[name].window_oracle(center, lo, hi, tau)
+        windows.append(spread.release_window(rng, oracle, lo, hi, lipschitz, budget.window, f"SE: window {name}"))
+    signs = [sources[name].signs(float(t)) for (name, _), t in zip(POINTS, predictions, strict=True)]
+    sensitivity = inference.moments_sensitivity(lipschitz, listed)
+    value = inference.moments(signs[0], signs[1], lipschitz)
+    noisy = np.atleast_1d(noise.laplace_mechanism(rng, value, sensitivity, budget.moments, "SE: rank moments"))
+    return inference.Released(
+        predictions=predictions,
+        windows=np.array(windows),
+        tau=tau,
+        moments=noisy,
+        moments_scale=sensitivity / budget.moments,
+        pairs=total,
+        lipschitz=lipschitz,
+        window_eps=budget.window,
+    )
+
+
+def _error_law(
+    median: str,
+    opts: Mapping[str, object],
+    lipschitz: int,
     eps: float,
-    theta: float,
-    name: str,
-) -> float:
-    """Algorithm 3 (theta = 0) or 4 at budget eps with utility sensitivity ``lipschitz``, recorded."""
-
-    def sample(generator: np.random.Generator) -> float:
-        return dp_median.exponential_median(generator, oracle, lo, hi, eps, lipschitz, theta)
-
-    def utility() -> np.ndarray:
-        return dp_median.utility_on_grid(oracle, lo, hi, theta, dp_median.utility_grid(lo, hi))
-
-    return noise.exponential_mechanism_release(rng, sample, utility, lipschitz, eps, name)
+    pairs: int,
+    prediction: float,
+    lo: float,
+    hi: float,
+) -> inference.ErrorLaw:
+    """The law of one median's privacy error given the density (dpstats/mechanisms/theilsen/release_laws.py)."""
+    if median == "exp":
+        return lambda gen, g: release_laws.laplace_errors(gen, g, lipschitz, eps)
+    if median == "wide":
+        theta = float(opts["theta"])
+        return lambda gen, g: release_laws.widened_errors(gen, g, lipschitz, eps, theta)
+    df, beta = float(opts["df"]), float(opts["beta"])
+    t, s = smooth_sensitivity.student_t_parameters(eps, df, beta)
+    center = min(hi, max(lo, prediction))
+    floor, last_local = release_laws.smooth_floor(pairs, lipschitz, t, center, lo, hi)
+    return lambda gen, g: release_laws.smooth_errors(
+        gen, g, release_laws.unit_rate_bounds(gen, lipschitz, t, last_local), floor, s, df
+    )
 
 
 def _smooth_release(
     rng: np.random.Generator,
     x: np.ndarray,
     y: np.ndarray,
-    pairs: tuple[np.ndarray, np.ndarray] | None,
+    source: ListedPairs | CountedPairs,
     x0: float,
     lo: float,
     hi: float,
@@ -260,9 +321,9 @@ def _smooth_release(
     """Algorithm 5 with Lemma 10's smooth sensitivity and Lemma 21's parameters, recorded."""
     df, beta = float(opts["df"]), float(opts["beta"])
     t, s = smooth_sensitivity.student_t_parameters(eps, df, beta)
-    if pairs is None:  # all pairs: only the band of ranks Lemma 10 reads (memory linear in n)
+    if isinstance(source, CountedPairs):  # all pairs: only the band of ranks Lemma 10 reads (memory linear in n)
         w = all_pairs_vector(x, y, x0, lo, hi, lipschitz, t)
     else:
-        w = smooth_sensitivity.DoubledVector(*valid_sorted(_estimates(x, y, pairs, x0), lo, hi), lo, hi)
+        w = smooth_sensitivity.DoubledVector(*source.sorted_valid(lo, hi), lo, hi)
     bound = smooth_sensitivity.smooth_sensitivity(w, lipschitz, t)
     return float(noise.smooth_sensitivity_t_mechanism(rng, w.median(), bound, s, t, df, eps, name))

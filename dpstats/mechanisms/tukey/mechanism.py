@@ -87,10 +87,13 @@ unit more conservative; it uses ``V_{t-k-1}``, g >= 1 and
 derivation above, for replacement neighbours, needs ``V_{t-k-2}`` and gives the
 constant ``1 + e^beta``. The condition is "there exists g" (Brown et al. and
 the public code's minimum over g; docs/ALGORITHMS.md's "for every g" is a
-slip). Ties between models (a rare dummy absent from most batches has the
-coefficient 0 in all of them) are broken by a data-independent jitter of
-relative size 1e-12 (tukey_models.break_ties; the public code adds an
-absolute 1e-10); a zero volume that remains is exact (log -inf, so D = 0).
+slip). A coefficient that a batch cannot estimate (a dummy whose level is
+absent from it) is set to +-MODEL_LIMIT with a sign drawn before the data
+are read, where the public code (least squares' minimum-norm solution) puts
+0, which biased the depth towards 0 (dpstats/mechanisms/tukey/models.py).
+Ties between models are broken by a data-independent jitter of relative size
+1e-12 (tukey_models.break_ties; the public code adds an absolute 1e-10); a
+zero volume that remains is exact (log -inf, so D = 0).
 """
 
 from __future__ import annotations
@@ -100,20 +103,29 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ... import noise
 from ...design import Design
 from ...noise import exponential_mechanism_point_release, laplace_mechanism
 from ...privacy import PrivacySpent
 from ..base import PrivacyRequest, Release, failed_release, refuse_rho
 from . import depth as td
+from . import inference
 from .default_m import MIN_MODELS, default_m
 from .models import partition_models
 
 DEFAULTS: dict[str, object] = {"m": None}
 
 SE_NOTE = (
-    "The Tukey mechanism releases one point of high depth among m OLS fits on disjoint batches; "
-    "it has no private standard error (the spread of the m fits is private). SEs, tests and "
-    "intervals are NaN."
+    "Standard errors and t intervals cover the sampling error of the aggregate of the m batch fits and the "
+    "privacy noise: the fits' spread around the released point is released (se_share of eps) and scales the "
+    "exact variance of the mechanism on an idealised cloud of t-distributed fits (sampling: their median; "
+    "privacy: the restricted sampler)."
+)
+NO_SE_NOTE = "se_share=0: no budget was spent on standard errors, so SEs, tests and intervals are NaN."
+UNAFFORDABLE_NOTE = (
+    "No standard errors: at this n, d, eps and delta the point needs the whole budget (propose-test-release "
+    "would refuse at a smaller eps), so the default se_share is 0 here and SEs, tests and intervals are NaN; "
+    "pass se_share > 0 to spend part of eps on them anyway."
 )
 PTR_FAILED = (
     "propose-test-release refused: the noisy distance to unsafety was below the threshold "
@@ -153,36 +165,41 @@ def ptr_threshold(eps1: float, delta: float) -> float:
 
 
 def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, m: int | None = None) -> Release:
-    """Run the Tukey mechanism on ``design`` (see the module docstring)."""
+    """Run the Tukey mechanism on ``design`` (see the module docstring), with its intervals (:mod:`.inference`)."""
     n, d = design.n, design.n_columns
+    share = privacy.share(inference.default_share(n, d, privacy.eps, privacy.delta, m))
+    point_privacy = PrivacyRequest(privacy.eps * (1.0 - share), privacy.delta)
     rule = "given" if m is not None else "default"
-    m = int(m) if m is not None else default_m(n, d, privacy.eps, privacy.delta)
+    m = int(m) if m is not None else default_m(n, d, point_privacy.eps, privacy.delta)
     check_models(n, d, m)
     models = partition_models(design.X, design.y, m, rng)
-    point, stats, info = release_from_models(models, privacy, rng)
+    point, stats, info = release_from_models(models, point_privacy, rng)
     info = {"m": m, "m rule": rule, "rows per model": n // m, **info}
-    spent = privacy_spent(privacy)
+    spent = privacy_spent(privacy, share, d)
+    note = SE_NOTE if share > 0 else (NO_SE_NOTE if privacy.se_share == 0 else UNAFFORDABLE_NOTE)
     if point is None:
-        return failed_release(d, spent, info.pop("reason"), SE_NOTE, noisy_stats=stats, hyperparameters=info)
-    return Release(
-        params=point,
-        cov=np.full((d, d), np.nan),
-        privacy=spent,
-        se_note=SE_NOTE,
-        noisy_stats=stats,
-        hyperparameters=info,
+        return failed_release(d, spent, info.pop("reason"), note, noisy_stats=stats, hyperparameters=info)
+    if share == 0:
+        return Release(point, np.full((d, d), np.nan), spent, note, noisy_stats=stats, hyperparameters=info)
+    eps_spread = inference.share_per_coordinate(privacy.eps, share, d)
+    log_spreads = inference.release_spreads(rng, models, point, eps_spread)
+    stats = {**stats, "log spread of the models (noisy)": log_spreads}
+    law = inference.spread_law(
+        log_spreads, m, inference.degrees_of_freedom(n, m, d), info["t"], point_privacy.eps / 4, eps_spread
     )
+    replicates = law.replicates(noise.postprocessing_rng(rng), point)
+    return Release(point, law.cov, spent, note, noisy_stats=stats, hyperparameters=info, replicates=replicates)
 
 
-def privacy_spent(privacy: PrivacyRequest) -> PrivacySpent:
-    """The record of the call: eps/2 to the test, eps/2 to the sampler, delta in the test."""
+def privacy_spent(privacy: PrivacyRequest, share: float = 0.0, d: int = 0) -> PrivacySpent:
+    """The record of the call: (1 - share) eps split equally between the test and the sampler (delta in the test);
+    share eps split equally between the d spread releases (pure)."""
     eps = privacy.eps
-    return PrivacySpent(
-        notion="approx",
-        eps=eps,
-        delta=privacy.delta,
-        split=((DISTANCE, eps / 2), (SAMPLE, eps / 2)),
-    )
+    point = eps * (1.0 - share)
+    split = ((DISTANCE, point / 2), (SAMPLE, point / 2))
+    if share > 0:
+        split = (*split, *((inference.spread_name(j), eps * share / d) for j in range(d)))
+    return PrivacySpent(notion="approx", eps=eps, delta=privacy.delta, split=split)
 
 
 def release_from_models(

@@ -136,3 +136,21 @@ test_that("the fit survives saveRDS/readRDS and works afterwards without Python"
   expect_true(any(grepl("WITHOUT-PYTHON-OK", res$output)))
   expect_true(any(grepl("DP OLS Regression Results", res$output)))
 })
+
+test_that("dp_f_test is the Wald test of the release, its p-value from the bootstrap", {
+  skip_if_no_dpstats()
+  fit <- fit_once()
+  X <- model.matrix(ref)
+  e <- residuals(ref)
+  bread <- solve(crossprod(X))
+  hc1 <- bread %*% crossprod(X * e) %*% bread * nrow(X) / (nrow(X) - ncol(X))
+  terms <- c("wt", "log(hp)")
+  test <- dp_f_test(fit, terms)
+  b <- coef(ref)[terms]
+  w <- drop(t(b) %*% solve(hc1[terms, terms]) %*% b)
+  # at eps = 1e9 the covariance is HC1 up to the bootstrap's Monte Carlo error (SEs within 15%)
+  expect_equal(test$statistic * test$df, w, tolerance = 0.35)
+  expect_identical(test$reference, "bootstrap")
+  expect_true(test$p.value > 0 && test$p.value <= 1)
+  expect_error(dp_f_test(fit, "weight"), "unknown term")
+})
