@@ -103,9 +103,13 @@ from . import sampler as kng_sampler
 DEFAULT_SHARE = {"ols": 0.3, "quantreg": 0.5}
 """The part of eps spent on standard errors unless the user sets ``se_share``."""
 BREAD_SHARE = {"ols": 0.7, "quantreg": 0.2}
-"""The part of the standard errors' budget spent on S = X'X."""
+"""The most of the standard errors' budget spent on S = X'X (:func:`bread_budget`)."""
+BREAD_PRECISION = 300.0
+"""S's noise scale is at most ``n / BREAD_PRECISION`` where the budget allows (:func:`bread_budget`)."""
 SCALE_SHARE = 0.2
-"""Quantile regression: the part of the standard errors' budget spent on the residual scale."""
+"""The part of the standard errors' budget spent on the residual scale (:func:`release_scale`)."""
+RESIDUAL_SIGMAS = 6.0
+"""Least squares: residuals are clipped at this many released sigmas (below the bound on the box)."""
 REPLICATES = 1000
 """Bootstrap draws (public)."""
 GRID = 49
@@ -151,19 +155,31 @@ BOUNDARY_WHAT = {
 # --------------------------------------------------------------------------
 
 
-def split(estimator: str, eps: float, bounds: np.ndarray, intercept_index: int | None) -> tuple[tuple[str, float], ...]:
+def split(
+    estimator: str, eps: float, n: int, bounds: np.ndarray, intercept_index: int | None
+) -> tuple[tuple[str, float], ...]:
     """The standard errors' releases and their budgets (eps in all), for ``res.privacy.split``.
 
-    S is not released when it is public (every column constant on the box: an intercept alone).
+    S gets :func:`bread_budget`; it is not released when it is public (every
+    column constant on the box: an intercept alone).
     """
     p = bounds.shape[0]
-    bread = BREAD_SHARE[estimator] * eps if bread_is_private(bounds) else 0.0
-    parts = ((("SE: X'X", bread),) if bread > 0 else ()) + (
-        () if estimator == "ols" else (("SE: residual scale", SCALE_SHARE * eps),)
-    )
+    bread = bread_budget(estimator, eps, n, bounds) if bread_is_private(bounds) else 0.0
+    parts = ((("SE: X'X", bread),) if bread > 0 else ()) + (("SE: residual scale", SCALE_SHARE * eps),)
     rest = eps - sum(e for _, e in parts)
     names = sandwich.MEAT_NAMES if estimator == "ols" else KERNEL_NAMES
     return (*parts, *sandwich.meat_split(rest, p, intercept_index, names))
+
+
+def bread_budget(estimator: str, eps: float, n: int, bounds: np.ndarray) -> float:
+    """``min(BREAD_SHARE eps, BREAD_PRECISION Delta / n)``: enough that S's noise scale is ``n / BREAD_PRECISION``.
+
+    The scaled columns' second moments are O(n) (a slope's centred one is
+    ``n var(u)``, 0.1 n in the heteroskedastic design of dpstats/coverage.py),
+    so at that scale S~ is within a few % of S; a larger n eps then leaves the
+    rest to the meat or kernel matrix. Public: n, eps and the box only.
+    """
+    return min(BREAD_SHARE[estimator] * eps, BREAD_PRECISION * sandwich.bread_sensitivity(bounds) / n)
 
 
 def bread_is_private(bounds: np.ndarray) -> bool:
@@ -246,11 +262,14 @@ def centred_box(bounds: np.ndarray, L: np.ndarray, intercept_index: int | None) 
 def release_least_squares(rng: np.random.Generator, problem: Problem, phi: np.ndarray, eps: float) -> Released:
     """S, then the HC meat of the centred rows at the released ``phi``, at budget eps in all (:func:`split`)."""
     X, bounds, icpt = problem.X, problem.bounds, problem.intercept_index
-    parts = dict(split("ols", eps, bounds, icpt))
+    parts = dict(split("ols", eps, X.shape[0], bounds, icpt))
     bread, bread_scale = release_bread(rng, X, bounds, parts.get("SE: X'X", 0.0))
     L = centring(bread, bounds, X.shape[0], icpt)
-    bound = sandwich.residual_bound(phi, bounds, problem.v_bounds)
-    residuals = sandwich.clipped_residuals(problem.v, X @ phi, bound)
+    fitted = X @ phi
+    top = sandwich.residual_bound(phi, bounds, problem.v_bounds)
+    scale = release_scale(rng, np.abs(problem.v - fitted), top, parts["SE: residual scale"])
+    bound = min(top, RESIDUAL_SIGMAS * scale / median_abs_factor(0.5))
+    residuals = sandwich.clipped_residuals(problem.v, fitted, bound)
     meat_eps = sum(parts[name] for name in sandwich.MEAT_NAMES if name in parts)
     meat = sandwich.release_meat(rng, X @ L.T, residuals, centred_box(bounds, L, icpt), bound, meat_eps, icpt)
     return Released(bread, bread_scale, meat, L)
@@ -299,7 +318,7 @@ def release_scale(rng: np.random.Generator, abs_residuals: np.ndarray, top: floa
 def release_quantile(rng: np.random.Generator, problem: Problem, phi: np.ndarray, tau: float, eps: float) -> Released:
     """S, the residual scale, then the kernel matrix of the centred rows at the bandwidth it gives."""
     X, bounds, icpt = problem.X, problem.bounds, problem.intercept_index
-    parts = dict(split("quantreg", eps, bounds, icpt))
+    parts = dict(split("quantreg", eps, X.shape[0], bounds, icpt))
     bread, bread_scale = release_bread(rng, X, bounds, parts.get("SE: X'X", 0.0))
     L = centring(bread, bounds, X.shape[0], icpt)
     abs_residuals = np.abs(problem.v - X @ phi)

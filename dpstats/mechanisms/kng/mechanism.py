@@ -361,7 +361,9 @@ def fit(
         name,
     )
     phi = np.asarray(phi, dtype=float).reshape(d)
-    se_split = inference.split(estimator, privacy.eps * share, bounds, scale.intercept_index) if share > 0 else ()
+    se_split = (
+        inference.split(estimator, privacy.eps * share, X.shape[0], bounds, scale.intercept_index) if share > 0 else ()
+    )
     spent = PrivacySpent(
         notion="pure",
         eps=privacy.eps,
