@@ -59,7 +59,7 @@ from dpstats.mechanisms.kng import sampler as kng_sampler
 X_BOUNDS = [(0.0, 10.0), (-2.0, 2.0)]
 Y_BOUNDS = (-5.0, 5.0)
 ENGEL_BOUNDS = {"income": (0.0, 5000.0), "foodexp": (0.0, 2500.0)}
-LS_RELEASES = ["SE: X'X", "SE: RSS", "SE: HC meat"]
+LS_RELEASES = ["SE: X'X", "SE: residual scale", "SE: RSS", "SE: HC meat"]
 QR_RELEASES = ["SE: X'X", "SE: residual scale", "SE: kernel count", "SE: kernel D1"]
 
 
@@ -207,9 +207,12 @@ def test_replay_corner_pairs_with_the_sampler_is_sound(slopes: int, intercept: b
 
 
 def test_replay_an_intercept_alone_releases_no_bread() -> None:
-    """A private mean or quantile: X'X = n is public, so only the meat (RSS) or the scale and count are released."""
+    """A private mean or quantile: X'X = n is public: only the scale, then the RSS or the kernel count, are released."""
     pairs = corner_pairs(6, [], Y_BOUNDS)
-    for options, names in (({}, ["SE: RSS"]), ({"q": 0.3}, ["SE: residual scale", "SE: kernel count"])):
+    for options, names in (
+        ({}, ["SE: residual scale", "SE: RSS"]),
+        ({"q": 0.3}, ["SE: residual scale", "SE: kernel count"]),
+    ):
         report = replay(kng.fit, pairs, PrivacyRequest(1.0), seeds=range(1), options=options)
         report.assert_sound(min_ratio=None)
         assert sorted(n for n in report.releases if n.startswith("SE:")) == sorted(names)
@@ -225,10 +228,13 @@ def test_budget_split_adds_up(q: float | None, share: float | None) -> None:
         dpstats.dp_ols(d.formula, data, **kwargs) if q is None else dpstats.dp_quantreg(d.formula, data, q=q, **kwargs)
     )
     split = dict(res.privacy.split)
+    design, _ = build_design(d.formula, data, d.bounds, d.levels, need_bounds=True)
     used = inference.DEFAULT_SHARE["ols" if q is None else "quantreg"] if share is None else share
     assert res.privacy.eps == 2.0 and sum(split.values()) == pytest.approx(2.0, rel=1e-12)
     assert sum(v for k, v in split.items() if k.startswith("SE:")) == pytest.approx(2.0 * used, rel=1e-12)
-    assert split["SE: X'X"] == pytest.approx(2.0 * used * inference.BREAD_SHARE["ols" if q is None else "quantreg"])
+    bounds = kng.UnitBoxScale.from_design(design).column_bounds(design)
+    expected = inference.bread_budget("ols" if q is None else "quantreg", 2.0 * used, 300, bounds)
+    assert split["SE: X'X"] == pytest.approx(expected) and "SE: residual scale" in split
 
 
 def test_se_share_zero_is_the_papers_algorithm() -> None:

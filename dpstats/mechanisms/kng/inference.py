@@ -104,12 +104,14 @@ DEFAULT_SHARE = {"ols": 0.3, "quantreg": 0.5}
 """The part of eps spent on standard errors unless the user sets ``se_share``."""
 BREAD_SHARE = {"ols": 0.7, "quantreg": 0.2}
 """The most of the standard errors' budget spent on S = X'X (:func:`bread_budget`)."""
+BREAD_FLOOR = 0.1
+"""The least of the standard errors' budget spent on S (:func:`bread_budget`)."""
 BREAD_PRECISION = 300.0
 """S's noise scale is at most ``n / BREAD_PRECISION`` where the budget allows (:func:`bread_budget`)."""
 SCALE_SHARE = 0.2
 """The part of the standard errors' budget spent on the residual scale (:func:`release_scale`)."""
 RESIDUAL_SIGMAS = 6.0
-"""Least squares: residuals are clipped at this many released sigmas (below the bound on the box)."""
+"""Least squares: residuals are clipped at least this many released sigmas out (:func:`residual_sigmas`)."""
 REPLICATES = 1000
 """Bootstrap draws (public)."""
 GRID = 49
@@ -172,14 +174,18 @@ def split(
 
 
 def bread_budget(estimator: str, eps: float, n: int, bounds: np.ndarray) -> float:
-    """``min(BREAD_SHARE eps, BREAD_PRECISION Delta / n)``: enough that S's noise scale is ``n / BREAD_PRECISION``.
+    """S's budget: ``min(BREAD_SHARE eps, max(BREAD_FLOOR eps, BREAD_PRECISION Delta / n))``.
+
+    ``BREAD_PRECISION Delta / n`` makes S's noise scale ``n / BREAD_PRECISION``.
 
     The scaled columns' second moments are O(n) (a slope's centred one is
     ``n var(u)``, 0.1 n in the heteroskedastic design of dpstats/coverage.py),
     so at that scale S~ is within a few % of S; a larger n eps then leaves the
-    rest to the meat or kernel matrix. Public: n, eps and the box only.
+    rest to the meat or kernel matrix; at least ``BREAD_FLOOR`` of the share,
+    so that S~ tends to S as eps grows. Public: n, eps and the box only.
     """
-    return min(BREAD_SHARE[estimator] * eps, BREAD_PRECISION * sandwich.bread_sensitivity(bounds) / n)
+    target = BREAD_PRECISION * sandwich.bread_sensitivity(bounds) / n
+    return min(BREAD_SHARE[estimator] * eps, max(BREAD_FLOOR * eps, target))
 
 
 def bread_is_private(bounds: np.ndarray) -> bool:
@@ -268,11 +274,24 @@ def release_least_squares(rng: np.random.Generator, problem: Problem, phi: np.nd
     fitted = X @ phi
     top = sandwich.residual_bound(phi, bounds, problem.v_bounds)
     scale = release_scale(rng, np.abs(problem.v - fitted), top, parts["SE: residual scale"])
-    bound = min(top, RESIDUAL_SIGMAS * scale / median_abs_factor(0.5))
+    bound = min(top, residual_sigmas(X.shape[0], eps) * scale / median_abs_factor(0.5))
     residuals = sandwich.clipped_residuals(problem.v, fitted, bound)
     meat_eps = sum(parts[name] for name in sandwich.MEAT_NAMES if name in parts)
     meat = sandwich.release_meat(rng, X @ L.T, residuals, centred_box(bounds, L, icpt), bound, meat_eps, icpt)
     return Released(bread, bread_scale, meat, L)
+
+
+def residual_sigmas(n: int, eps: float) -> float:
+    """``max(RESIDUAL_SIGMAS, (n eps)^(1/3) / 5)``: where least squares clips its residuals, in released sigmas.
+
+    The meat's noise scales with the square of the residual bound, so a bound
+    a few sigmas out (instead of the box's, often 10 sigmas or more) makes
+    its slope entries informative at moderate n eps (6 sigmas up to
+    n eps = 27,000); it grows with n eps so that nothing is clipped in the
+    limit (the sandwich tends to HC1; residuals beyond 6 sigmas, as engel's
+    largest, would otherwise shrink it by 5%).
+    """
+    return max(RESIDUAL_SIGMAS, (n * eps) ** (1.0 / 3.0) / 5.0)
 
 
 def median_abs_factor(tau: float) -> float:
