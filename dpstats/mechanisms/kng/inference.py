@@ -89,6 +89,7 @@ bandwidth overstates the variance where the errors are small.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -294,6 +295,7 @@ def residual_sigmas(n: int, eps: float) -> float:
     return max(RESIDUAL_SIGMAS, (n * eps) ** (1.0 / 3.0) / 5.0)
 
 
+@functools.cache
 def median_abs_factor(tau: float) -> float:
     """m with ``P(|Z - z_tau| <= m) = 1/2`` for Z standard normal: median ``|r|`` = m sigma at the tau-quantile fit."""
     z = float(normal.ppf(tau))
