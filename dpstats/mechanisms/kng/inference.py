@@ -15,9 +15,12 @@ density is exactly the law of ``phi^ + (2 S)^{-1} z``, z from the K-norm density
 ``~ exp(-c ||z||_K)`` (Reimherr & Awan 2019, section 4.2; Hardt & Talwar 2010),
 truncated to the domain Theta = {||phi||_1 <= B}. Released: S (upper triangle,
 replace-one L1 sensitivity ``sandwich.bread_sensitivity`` over the scaled box;
-:data:`BREAD_SHARE` of the share, since S decides the noise's scale, the
-larger error at small n eps), then the HC meat ``sum_i r_i^2 w_i w_i'`` at the
-released ``phi~`` (``sandwich.release_meat``). They give White's (1980) HC1
+up to :data:`BREAD_SHARE` of the share, :func:`bread_budget`: S decides the
+noise's scale, the larger error at small n eps), the residual scale (as for
+quantile regression below), then the HC meat ``sum_i r_i^2 w_i w_i'`` at the
+released ``phi~`` (``sandwich.release_meat``) with the residuals clipped at
+:func:`residual_sigmas` released sigmas (the meat's noise scales with the
+bound's square; the box's bound is often 10 sigmas or more). They give White's (1980) HC1
 sandwich V of ``phi^`` (``sandwich.robust_meat``: corrected for the residuals'
 privacy noise, shrunk towards the homoskedastic meat, PSD). The intervals
 (:func:`inverted_draws`) come from W = N(0, V) + (2 S~)^{-1} z, 1000 draws:
@@ -38,7 +41,7 @@ and they assume ``phi^`` lies in Theta (the mechanism's own assumption on B).
 
 **Quantile regression.** ``phi^`` is asymptotically normal with covariance
 ``tau (1 - tau) D1^{-1} D0 D1^{-1} / n``, ``D0 = E[x x']``, ``D1 = E[f(0 | x) x x']``
-(Koenker & Bassett 1978; heteroskedastic errors: Koenker 2005, section 3.4;
+(Koenker & Bassett 1978; non-iid errors: Koenker 2005, chapters 3-4;
 Powell's 1991 kernel estimate of D1). Near ``phi^`` the expected gradient is
 ``n D1 (phi - phi^)``, so the KNG noise is about ``(n D1)^{-1} z`` (the K-norm
 limit of Reimherr & Awan's Theorem 3.2 with the Hessian ``n D1``; the theorem
@@ -64,7 +67,7 @@ regression by simulation). Released, adaptively:
 The noise of the released S and K is large next to the kernel matrix's
 signal unless n eps is large (the window holds a fraction of the rows), so the
 intervals are bootstrap-t intervals (:func:`studentized_draws`; Davison &
-Hinkley 1997, section 5.2.1): in the bootstrap world the released S~, K~ are
+Hinkley 1997, section 5.2, studentized intervals): in the bootstrap world the released S~, K~ are
 the truth, fresh Laplace noise of the releases' scales gives S*, K* and the
 standard errors se* of the same pipeline, and ``T* = (phi* - phi~) / se*`` with
 ``phi* = phi~ + N(0, V~) + (n D1~)^{-1} z*`` calibrates ``phi~ -+ T* se~``.
@@ -79,7 +82,9 @@ What this leaves out: (i) least squares: the inversion fixes the other
 coefficients on one line; the truncation is applied to the sum of the
 sampling and privacy noise, not to the privacy noise given ``phi^``; the
 noise of S~ is not re-drawn (the budget on S keeps it small: measured
-coverage 0.93-0.97 at n = 1000, eps = 1); (ii) quantile regression: the
+coverage 0.93-0.97 at n = 1000, eps = 1); residuals beyond 6 released
+sigmas are clipped at moderate n eps (a variance bias with heavier tails
+than the normal's); (ii) quantile regression: the
 truncation to Theta (B = 2, rarely binding) and the K-norm approximation's
 neglect of the gradient's steps (they matter only where the noise is already
 small next to the sampling error), the kernel estimate's O(h^2) bias and the
