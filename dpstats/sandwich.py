@@ -188,13 +188,20 @@ class NoisyMeat:
     noise_variance: np.ndarray
 
 
-def meat_split(eps: float, p: int, intercept_index: int | None) -> tuple[tuple[str, float], ...]:
+MEAT_NAMES = ("SE: RSS", "SE: HC meat")
+"""The names of :func:`release_meat`'s two releases: the intercept's entry alone, then the rest."""
+
+
+def meat_split(
+    eps: float, p: int, intercept_index: int | None, names: tuple[str, str] = MEAT_NAMES
+) -> tuple[tuple[str, float], ...]:
     """The releases of :func:`release_meat` for p columns and their budgets (for ``res.privacy.split``)."""
+    alone, rest = names
     if intercept_index is None:
-        return (("SE: HC meat", eps),)
+        return ((rest, eps),)
     if p == 1:
-        return (("SE: RSS", eps),)
-    return (("SE: RSS", eps * RSS_SHARE), ("SE: HC meat", eps * (1.0 - RSS_SHARE)))
+        return ((alone, eps),)
+    return ((alone, eps * RSS_SHARE), (rest, eps * (1.0 - RSS_SHARE)))
 
 
 def release_meat(
@@ -206,6 +213,7 @@ def release_meat(
     eps: float,
     intercept_index: int | None,
     norms: RowNorms | None = None,
+    names: tuple[str, str] = MEAT_NAMES,
 ) -> NoisyMeat:
     """Release the meat of rows ``W`` (in the box ``bounds``) with ``|residuals| <= residual_bound``, at budget eps.
 
@@ -216,29 +224,31 @@ def release_meat(
     of the rest, ``2 R^2 (w0 ||w||_1 + (||w||_1^2 + ||w||_2^2) / 2)`` with w0 the
     intercept entries' weight (one row's weighted entries, each at most R^2
     times ``|w_j w_k|``, for the row leaving and the row arriving); the smaller
-    of the two is used.
+    of the two is used. ``names`` name the two releases (any weighted sum of
+    ``r_i^2 w_i w_i'`` with bounded ``r_i`` is released the same way).
     """
     p = W.shape[1]
+    alone, rest = names
     full = meat(W, residuals)
     widths = entry_widths(bounds, residual_bound)
-    parts = dict(meat_split(eps, p, intercept_index))
+    parts = dict(meat_split(eps, p, intercept_index, names))
     if intercept_index is None:
-        sensitivity, budget = float(widths.sum()), parts["SE: HC meat"]
-        noisy = np.atleast_1d(laplace_mechanism(rng, full, sensitivity, budget, "SE: HC meat"))
+        sensitivity, budget = float(widths.sum()), parts[rest]
+        noisy = np.atleast_1d(laplace_mechanism(rng, full, sensitivity, budget, rest))
         return NoisyMeat(from_upper_triangle(noisy, p), np.full(full.size, 2.0 * (sensitivity / budget) ** 2))
     rows, cols = np.triu_indices(p)
     rss = (rows == intercept_index) & (cols == intercept_index)
     noisy, variance = full.astype(float), np.zeros(full.size)
-    budget = parts["SE: RSS"]
-    noisy[rss] = laplace_mechanism(rng, full[rss], float(widths[rss].sum()), budget, "SE: RSS")
+    budget = parts[alone]
+    noisy[rss] = laplace_mechanism(rng, full[rss], float(widths[rss].sum()), budget, alone)
     variance[rss] = 2.0 * (widths[rss].sum() / budget) ** 2
     if p > 1:  # an intercept alone has no other entry
         weights = meat_weights(p, intercept_index)[~rss]
-        sensitivity, budget = float((weights * widths[~rss]).sum()), parts["SE: HC meat"]
+        sensitivity, budget = float((weights * widths[~rss]).sum()), parts[rest]
         if norms is not None:
             structured = 2.0 * residual_bound**2 * (INTERCEPT_WEIGHT * norms.l1 + norms.quadratic())
             sensitivity = min(sensitivity, structured)
-        released = laplace_mechanism(rng, weights * full[~rss], sensitivity, budget, "SE: HC meat")
+        released = laplace_mechanism(rng, weights * full[~rss], sensitivity, budget, rest)
         noisy[~rss] = np.atleast_1d(released) / weights
         variance[~rss] = 2.0 * (sensitivity / budget / weights) ** 2
     return NoisyMeat(from_upper_triangle(noisy, p), variance)

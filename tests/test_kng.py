@@ -10,7 +10,9 @@ What is tested here, without relying on the sampler's internals
   them, and attains them where the module docstring says they are tight;
 * :class:`~dpstats.mechanisms.kng.mechanism.UnitBoxScale` is an exact reparametrisation;
 * the public API: the budget split over several quantiles, the reported
-  privacy, hyperparameters and NaN standard errors, and categorical terms.
+  privacy, hyperparameters and standard errors (finite with the default
+  ``se_share``, NaN with ``se_share=0``: tests/test_kng_inference.py tests them),
+  and categorical terms.
 
 Everything random is seeded. The front-end fits use a short chain (``steps``)
 to stay fast: their draws are not checked for quality here.
@@ -31,6 +33,7 @@ import dpstats
 from dpstats.audit.neighbours import design_from_arrays
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.kng import mechanism as kng
+from dpstats.mechanisms.kng.inference import DEFAULT_SHARE
 from dpstats.mechanisms.kng.mechanism import UnitBoxScale, box_norm, least_squares_sensitivity, quantile_sensitivity
 from dpstats.quantile_fits import DPQuantileFits
 
@@ -451,10 +454,11 @@ def test_several_quantiles_split_the_budget(frame: pd.DataFrame) -> None:
     for tau, fit in zip(res.quantiles, res.fits, strict=True):
         assert fit is res[tau]
         assert fit.privacy.notion == "pure" and fit.privacy.eps == pytest.approx(0.5)
-        assert fit.privacy.split == ((f"kng(q={tau:g})", pytest.approx(0.5)),)
+        assert fit.privacy.split[0] == (f"kng(q={tau:g})", pytest.approx(0.5 * (1 - DEFAULT_SHARE["quantreg"])))
+        assert sum(part for _, part in fit.privacy.split) == pytest.approx(0.5)
         caveats = " ".join(fit.privacy.caveats)
         assert fit.privacy.caveats and "sampler" in caveats and "10 sweeps" in caveats
-        assert np.all(np.isnan(fit.bse.to_numpy())) and len(fit.bse) == 2
+        assert not np.any(np.isnan(fit.bse.to_numpy())) and len(fit.bse) == 2  # reported (inf if failed at n = 50)
         assert np.all(np.isfinite(fit.params.to_numpy()))
         hyper = fit.hyperparameters
         assert (hyper["norm"], hyper["B"], hyper["steps"], hyper["q"]) == ("linf", 2.0, 10, tau)
@@ -470,7 +474,17 @@ def test_several_quantiles_carry_the_sampler_caveat(frame: pd.DataFrame) -> None
 
 def test_single_quantile_reports_privacy_and_options(frame: pd.DataFrame) -> None:
     res = dpstats.dp_quantreg(
-        "y ~ x", frame, q=0.5, eps=1.0, bounds=BOUNDS, method="kng", norm="l2", B=1.5, steps=4, random_state=0
+        "y ~ x",
+        frame,
+        q=0.5,
+        eps=1.0,
+        bounds=BOUNDS,
+        method="kng",
+        norm="l2",
+        B=1.5,
+        steps=4,
+        random_state=0,
+        se_share=0,
     )
     assert res.method == "kng" and res.privacy.eps == 1.0 and res.privacy.split == (("kng(q=0.5)", 1.0),)
     assert res.privacy.caveats and "MCMC sampler" in res.privacy.caveats[0] and "4 sweeps" in res.privacy.caveats[0]
@@ -481,7 +495,9 @@ def test_single_quantile_reports_privacy_and_options(frame: pd.DataFrame) -> Non
 
 
 def test_one_dimension_is_sampled_exactly(frame: pd.DataFrame) -> None:
-    res = dpstats.dp_quantreg("y ~ 1", frame, q=0.9, eps=1.0, bounds=BOUNDS, method="kng", steps=40, random_state=1)
+    res = dpstats.dp_quantreg(
+        "y ~ 1", frame, q=0.9, eps=1.0, bounds=BOUNDS, method="kng", steps=40, random_state=1, se_share=0
+    )
     hyper = res.hyperparameters
     assert (hyper["steps"], hyper["B"], hyper["sensitivity"]) == (1, 2.0, 1.0)  # Smith's private quantile
     assert "exact sampler" in res.privacy.caveats[0]
@@ -490,7 +506,7 @@ def test_one_dimension_is_sampled_exactly(frame: pd.DataFrame) -> None:
 
 
 def test_least_squares_defaults(frame: pd.DataFrame) -> None:
-    res = dpstats.dp_ols("y ~ x", frame, eps=1.0, bounds=BOUNDS, method="kng", random_state=2)
+    res = dpstats.dp_ols("y ~ x", frame, eps=1.0, bounds=BOUNDS, method="kng", random_state=2, se_share=0)
     hyper = res.hyperparameters
     assert (hyper["norm"], hyper["B"], hyper["steps"]) == ("linf", 1.0, 2 * kng.STEPS_PER_DIMENSION["ols"])
     assert hyper["sensitivity"] == pytest.approx(8.0)  # 4 (1 + B)
@@ -535,7 +551,7 @@ def test_categorical_terms_with_declared_levels(frame: pd.DataFrame) -> None:
     names = list(smf.quantreg(formula, frame).fit(q=0.5).params.index)
     assert names == ["Intercept", "C(g)[T.b]", "C(g)[T.c]", "x"]
     assert list(res.params.index) == names and list(res.bse.index) == names
-    assert np.all(np.isfinite(res.params.to_numpy())) and np.all(np.isnan(res.bse.to_numpy()))
+    assert np.all(np.isfinite(res.params.to_numpy())) and not np.any(np.isnan(res.bse.to_numpy()))
     # dummies are bounded by [0, 1], scaled to [-1, 1] with the intercept: 2 max(tau, 1 - tau) = 1 at the median
     assert res.hyperparameters["sensitivity"] == pytest.approx(1.0)
     ols = dpstats.dp_ols(formula, frame, eps=1.0, bounds=BOUNDS, levels=LEVELS, method="kng", steps=3, random_state=3)

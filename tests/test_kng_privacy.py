@@ -114,7 +114,8 @@ from dpstats.mechanisms.kng import sampler as kng_sampler
 from dpstats.noise import NoisyRelease, independent_rngs
 
 ALPHA = 1e-6
-PRIVACY = PrivacyRequest(1.0)
+#: The paper's algorithm: the whole eps on the draw (standard errors' releases: tests/test_kng_inference.py).
+PRIVACY = PrivacyRequest(1.0, se_share=0.0)
 X_BOUNDS = [(0.0, 10.0), (-2.0, 2.0)]
 Y_BOUNDS = (-5.0, 5.0)
 NORMS = ("linf", "l2", "l1")
@@ -353,7 +354,7 @@ def graybox_kng(
 ) -> GrayBoxResult:
     """Clopper-Pearson lower bound on eps from ``runs`` draws a side, with the log-likelihood-ratio statistic."""
     q = options.get("q")
-    privacy = PrivacyRequest(eps)
+    privacy = PrivacyRequest(eps, se_share=0.0)
     function = "least_squares_sensitivity" if q is None else "quantile_sensitivity"
     context = understated_sensitivity(kng, function, sensitivity_factor)
     rng_d, rng_p = independent_rngs(seed, 2)

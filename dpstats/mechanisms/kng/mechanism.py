@@ -67,7 +67,10 @@ the fallback when the density puts little mass on Theta. Quantile regression
 in d >= 2 is the state of a Markov chain after a number of sweeps fixed before
 the data are read, started at the centre of Theta, with kernels that leave
 the KNG density invariant. ``res.privacy.caveats`` states what each
-guarantees. KNG releases one draw: no private standard errors.
+guarantees. Standard errors and intervals (dpstats/mechanisms/kng/inference.py)
+spend the share ``se_share`` of eps (the draw gets the rest) on a noisy sandwich
+and re-draw the K-norm noise in a parametric bootstrap; ``se_share=0`` releases
+the draw alone at the whole eps (the paper's algorithm) and the SEs are NaN.
 
 In the limit eps -> infinity the KNG density concentrates on the set where
 ``||grad l||_K`` is smallest. For least squares that is the OLS fit (when it
@@ -94,6 +97,7 @@ from ...design import Design
 from ...privacy import PrivacySpent
 from ...quantiles import check_quantile
 from ..base import MechanismSpec, PrivacyRequest, Release, refuse_rho
+from . import inference
 from . import sampler as kng_sampler
 
 DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
@@ -108,9 +112,6 @@ DEFAULT_B = {"ols": 1.0, "quantreg": 2.0}
 #: KS test against the grid-normalised density after 8 sweeps, not after 5.
 STEPS_PER_DIMENSION = {"ols": 25, "quantreg": 30}
 
-SE_NOTE = (
-    "KNG releases one draw from its density: there are no private standard errors (SEs, tests and intervals are NaN)."
-)
 FLOAT_CAVEAT = (
     "samplers use numpy floating point (not hardened against Mironov 2012 attacks), and their running time "
     "depends on the data (rejections, chain fallback): timing is not protected"
@@ -318,7 +319,8 @@ def fit(
     if d == 1:
         steps = 1
     bounds = scale.column_bounds(design)
-    eps = privacy.eps
+    share = privacy.share(inference.DEFAULT_SHARE[estimator])
+    eps = privacy.eps * (1.0 - share)
     if tau is None:
         delta = least_squares_sensitivity(B, norm, bounds)
         ls_target = kng_sampler.LeastSquaresTarget(X.T @ X, X.T @ v, eps / (2.0 * delta), norm)
@@ -344,19 +346,33 @@ def fit(
         eps,
         name,
     )
+    phi = np.asarray(phi, dtype=float).reshape(d)
+    se_split = (
+        inference.split(estimator, privacy.eps * share, X.shape[0], bounds, scale.intercept_index) if share > 0 else ()
+    )
     spent = PrivacySpent(
-        notion="pure", eps=eps, split=((name, eps),), caveats=_caveats(d, steps, estimator), proven=d == 1
+        notion="pure",
+        eps=privacy.eps,
+        split=((name, eps), *se_split),
+        caveats=_caveats(d, steps, estimator),
+        proven=d == 1,
     )
     hyper: dict[str, object] = {"norm": norm, "B": B, "steps": steps, "sensitivity": float(f"{delta:.6g}")}
     if tau is not None:
         hyper["q"] = tau
-    p = design.n_columns
+    se = inference.Uncertainty(np.full((d, d), np.nan), None, inference.NO_SE_NOTE)
+    if share > 0:
+        y_scaled = tuple((np.asarray(design.y_bounds, dtype=float) - scale.y_mid) / scale.y_half)
+        problem = inference.Problem(X, v, bounds, y_scaled, scale.intercept_index, scale.to_user)
+        se = inference.standard_errors(rng, problem, phi, tau, privacy.eps * share, inference.Noise(target.c, norm, B))
     return Release(
-        params=scale.to_user(np.asarray(phi, dtype=float).reshape(d)),
-        cov=np.full((p, p), np.nan),
+        params=scale.to_user(phi),
+        cov=se.cov,
         privacy=spent,
-        se_note=SE_NOTE,
+        se_note=se.note,
         hyperparameters=hyper,
+        replicates=se.replicates,
+        interval="percentile",
     )
 
 
