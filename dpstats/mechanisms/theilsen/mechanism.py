@@ -17,13 +17,21 @@ the medians' budget is divided (Lemma 5).
 
 Budget. p25 and p75 share ``(1 - se_share) eps`` equally (the authors' code
 spent eps on each, so the pair cost 2 eps); the standard errors spend the
-rest. All of it is reported in ``res.privacy.split``; ``se_share=0`` is the
-paper's mechanism draw for draw, at eps/2 per prediction.
+rest. All of it is reported in ``res.privacy.split``; ``se_share=0`` with
+``candidates="continuous"`` (or the other medians) is the paper's mechanism
+draw for draw, at eps/2 per prediction.
 
-Medians (option ``median``; :mod:`.dp_median`, :mod:`.smooth_sensitivity`):
+Medians (option ``median``; :mod:`.dp_median`, :mod:`.grid_median`,
+:mod:`.smooth_sensitivity`):
 
-* ``"exp"``: exponential mechanism over the output range (Algorithm 3) at
-  eps/2 with utility sensitivity L (the paper's eps' = (eps/2)/k);
+* ``"exp"``: the exponential mechanism's utility of Algorithm 3 at eps/2 with
+  utility sensitivity L (the paper's eps' = (eps/2)/k), over the output range
+  (``candidates="continuous"``: Algorithm 3) or over the centres of a public
+  lattice of cells, chosen by permute-and-flip (:mod:`.grid_median`; an
+  integer ``candidates`` is the number of cells). The default ``"auto"``
+  takes the lattice, with the number of cells its rule gives from n and eps,
+  whenever that rule asks for at most 65,535 cells (n eps_point below about
+  100, eps_point the budget of one prediction), and Algorithm 3 above;
 * ``"wide"``: the theta-widened exponential mechanism (Algorithm 4);
 * ``"smooth"``: median + (S/s) T with T Student-t(df), S Lemma 10's t-smooth
   bound for L changed estimates, t = (eps/2) beta/(df + 1) and
@@ -49,8 +57,10 @@ Conventions (decided here, documented in the user guide):
   half their width on each side.
 * ``k`` defaults to all pairs for ``exp`` and ``wide`` and to 3 matchings for
   ``smooth`` (Table 1 and the authors' code, docs/ALGORITHMS.md), capped at
-  the number of matchings for tiny n. ``k`` counts matchings: for odd n, all
-  pairs is k = n.
+  the number of matchings for tiny n; on the candidate grid, to all pairs up
+  to 65,536 of them and beyond to the most matchings with at most 65,536
+  estimates (:func:`.grid_median.grid_matchings`: the privacy error does not
+  depend on k). ``k`` counts matchings: for odd n, all pairs is k = n.
 * theta (default 0.01), df (default 3) and beta (default 1/2) are on the
   unit scale / dimensionless, as in Table 1.
 
