@@ -56,11 +56,11 @@ Rules (public: n, eps, the bounds; docs/ALGORITHMS.md):
   fewer add rounding (at most h/2). The target was chosen by simulating the
   exact law on the cells of the Alabi et al. grid with A <= 6.25 and a
   dithered intercept (the setting of benchmarks/bench_theilsen_vs_opendp.py
-  --dither; 10 data sets per cell): with far probabilities of 5%, 10%, 20%,
-  40% and 80% the grid was within 1.1 x OpenDP in 23, 24, 23, 20 and 8 of
-  the 24 cells. Above A = 12.7 (more than
-  MAX_CANDIDATES cells) the tails of the continuous mechanism are negligible
-  and Algorithm 3 is used (no rounding). Below A = 2.3 there is one cell: the
+  --dither; 10 data sets per cell): with far probabilities of about 5%, 10%,
+  20%, 40% and 80% the grid was within 1.1 x OpenDP in 23, 24, 23, 20 and 8
+  of the 24 cells. Above A = 12.7 (more than MAX_CANDIDATES cells) the tails
+  of the continuous mechanism are negligible and Algorithm 3 is used (no
+  rounding). Below A = 2.3 there is one cell: the
   release is the centre of the output range, whatever the data. With so
   little budget every candidate is almost equally likely, and a near-uniform
   draw over the range is farther from any truth inside the bounds than the
