@@ -16,7 +16,11 @@ functions on Design objects (no formula parsing per trial):
   a weaker guarantee, as the paper's DPGDzCDP);
 * DP Theil-Sen with 10 matchings (Algorithms 2-5; section 3.1.5 uses k = 10 in the synthetic
   experiments), Table 1's synthetic-data hyperparameters r_l = -2, r_u = 2, theta = 0.01,
-  d = 3: exponential (exp), widened (wide), smooth sensitivity (ss); eps/2 per prediction.
+  d = 3: exponential (exp, Algorithm 3: candidates = "continuous"), widened (wide), smooth
+  sensitivity (ss); eps/2 per prediction;
+* TS-grid: dpstats' default Theil-Sen (the exponential median on the candidate grid where
+  its rule picks it, dpstats/mechanisms/theilsen/grid_median.py, with its own k and output
+  range), not one of the paper's methods.
 
 Metric (the paper's C(68)/sigma): for each dataset, the 68th percentile over trials of
 |p25_DP - p25_OLS| (p25 = prediction at x = 0.25, OLS = the non-private fit on the same
@@ -101,13 +105,18 @@ def ols_p25(design: Design) -> tuple[float, float]:
 
 
 def _theilsen_fitters() -> dict[str, Fitter]:
-    """DPExpTheilSen / DPWideTheilSen / DPSSTheilSen with 10 matchings, if registered."""
+    """DPExpTheilSen / DPWideTheilSen / DPSSTheilSen with 10 matchings and dpstats' default, if registered."""
     spec = REGISTRY.get("theilsen")
     if spec is None:
         return {}
     fitters: dict[str, Fitter] = {}
-    for label, median in (("TS-exp", "exp"), ("TS-wide", "wide"), ("TS-ss", "smooth")):
-        options = {**THEILSEN_SYNTHETIC, "median": median}
+    variants = {
+        "TS-exp": {**THEILSEN_SYNTHETIC, "median": "exp", "candidates": "continuous"},
+        "TS-wide": {**THEILSEN_SYNTHETIC, "median": "wide"},
+        "TS-ss": {**THEILSEN_SYNTHETIC, "median": "smooth"},
+        "TS-grid": {},
+    }
+    for label, options in variants.items():
 
         def fit(design: Design, eps: float, rng: np.random.Generator, options=options) -> Release:
             return spec.fit(design, PrivacyRequest(eps), rng, **spec.check_options(options))
@@ -124,7 +133,10 @@ def methods() -> dict[str, Fitter]:
 
     def gd(variant: str, delta: float) -> Fitter:
         def fit(design: Design, eps: float, rng: np.random.Generator) -> Release:
-            return gradient.fit(design, PrivacyRequest(eps, delta, se_share=0.0), rng, variant=variant)
+            # zCDP takes rho (its eps without delta is refused): rho = eps^2 / 2, as the paper's DPGDzCDP
+            budget = PrivacyRequest(None, rho=eps**2 / 2) if variant == "zcdp" else PrivacyRequest(eps, delta)
+            privacy = PrivacyRequest(budget.eps, budget.delta, budget.rho, se_share=0.0)
+            return gradient.fit(design, privacy, rng, variant=variant)
 
         return fit
 
@@ -201,17 +213,18 @@ def check_against_dp_ols(seed: int = 7) -> str:
         "NoisyStats": ("noisystats", {}),
         "GD-pure": ("gradient", {"variant": "pure"}),
         "GD-approx": ("gradient", {"variant": "approx", "delta": APPROX_DELTA}),
-        "GD-zCDP": ("gradient", {"variant": "zcdp"}),
-        "TS-exp": ("theilsen", {**THEILSEN_SYNTHETIC, "median": "exp"}),
+        "GD-zCDP": ("gradient", {"variant": "zcdp", "eps": None, "rho": 0.5}),
+        "TS-exp": ("theilsen", {**THEILSEN_SYNTHETIC, "median": "exp", "candidates": "continuous"}),
         "TS-wide": ("theilsen", {**THEILSEN_SYNTHETIC, "median": "wide"}),
         "TS-ss": ("theilsen", {**THEILSEN_SYNTHETIC, "median": "smooth"}),
+        "TS-grid": ("theilsen", {}),
     }
     bad = []
     for label, fit in methods().items():
         method, options = calls[label]
-        public = dpstats.dp_ols(
-            "y ~ x", data, eps=1.0, bounds={"x": (0, 1), "y": (0, 1)}, method=method, random_state=seed, **options
-        )
+        kwargs = {"eps": 1.0, **options, **({"se_share": 0.0} if method == "gradient" else {})}
+        bounds = {"x": (0, 1), "y": (0, 1)}
+        public = dpstats.dp_ols("y ~ x", data, bounds=bounds, method=method, random_state=seed, **kwargs)
         core = fit(design, 1.0, np.random.default_rng(seed))
         if not np.allclose(public.params.to_numpy(), core.params, rtol=1e-12, atol=1e-12):
             bad.append(label)

@@ -183,12 +183,14 @@ def adversarial_pair():
     )
 
 
-@pytest.mark.parametrize(("median", "k"), [("exp", "all"), ("smooth", 2), ("wide", 3)])
-def test_replay_covers_the_standard_errors_releases(median: str, k: object) -> None:
+@pytest.mark.parametrize(
+    ("median", "k", "candidates"),
+    [("exp", "all", "continuous"), ("exp", "all", 15), ("smooth", 2, "auto"), ("wide", 3, "auto")],
+)
+def test_replay_covers_the_standard_errors_releases(median: str, k: object, candidates: object) -> None:
     """Every SE release is recorded and replayed: within its sensitivity, the windows reaching it (ratio >= 0.9)."""
-    report = replay(
-        theilsen.fit, [adversarial_pair()], PrivacyRequest(1.0), seeds=range(4), options={"median": median, "k": k}
-    )
+    options = {"median": median, "k": k, "candidates": candidates}
+    report = replay(theilsen.fit, [adversarial_pair()], PrivacyRequest(1.0), seeds=range(4), options=options)
     names = {"SE: window p25", "SE: window p75", "SE: rank moments"}
     assert names <= set(report.releases)
     assert not [v for v in report.violations if v.name in names or v.name == "<output>"], report.as_text()

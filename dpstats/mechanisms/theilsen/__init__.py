@@ -2,7 +2,8 @@
 
 ``mechanism`` (the fit), ``matchings`` (which pairs), ``pair_estimates`` and
 ``pair_counting`` (the pairs' predictions, listed or counted), ``dp_median``
-(the exponential and widened medians) and ``smooth_sensitivity`` (the
+(the exponential and widened medians), ``grid_median`` (the exponential
+median on a public lattice of candidates) and ``smooth_sensitivity`` (the
 Student-t median); for the standard errors ``inference`` (the bootstrap),
 ``spread`` (the density window), ``row_counts`` (the rows' pair signs),
 ``pair_sources`` (listed or counted pairs) and ``release_laws`` (each
@@ -16,8 +17,9 @@ from .mechanism import DEFAULTS, check_request, fit
 
 SPEC = MechanismSpec(
     name="theilsen",
-    title="DP Theil-Sen (median of pairwise predictions: exp / wide / smooth)",
-    citation="Alabi, McMillan, Sarathy, Smith, Vadhan (2022), Algorithms 2-5, Lemmas 5, 10, 20, 21",
+    title="DP Theil-Sen (median of pairwise predictions: exp on a candidate grid / wide / smooth)",
+    citation="Alabi, McMillan, Sarathy, Smith, Vadhan (2022), Algorithms 2-5, Lemmas 5, 10, 20, 21; "
+    "McKenna, Sheldon (2020), permute-and-flip",
     estimators=frozenset({"ols"}),
     needs_bounds=True,
     max_slopes=1,

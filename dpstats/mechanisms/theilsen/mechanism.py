@@ -17,13 +17,21 @@ the medians' budget is divided (Lemma 5).
 
 Budget. p25 and p75 share ``(1 - se_share) eps`` equally (the authors' code
 spent eps on each, so the pair cost 2 eps); the standard errors spend the
-rest. All of it is reported in ``res.privacy.split``; ``se_share=0`` is the
-paper's mechanism draw for draw, at eps/2 per prediction.
+rest. All of it is reported in ``res.privacy.split``; ``se_share=0`` with
+``candidates="continuous"`` (or the other medians) is the paper's mechanism
+draw for draw, at eps/2 per prediction.
 
-Medians (option ``median``; :mod:`.dp_median`, :mod:`.smooth_sensitivity`):
+Medians (option ``median``; :mod:`.dp_median`, :mod:`.grid_median`,
+:mod:`.smooth_sensitivity`):
 
-* ``"exp"``: exponential mechanism over the output range (Algorithm 3) at
-  eps/2 with utility sensitivity L (the paper's eps' = (eps/2)/k);
+* ``"exp"``: the exponential mechanism's utility of Algorithm 3 at eps/2 with
+  utility sensitivity L (the paper's eps' = (eps/2)/k), over the output range
+  (``candidates="continuous"``: Algorithm 3) or over the centres of a public
+  lattice of cells, chosen by permute-and-flip (:mod:`.grid_median`; an
+  integer ``candidates`` is the number of cells). The default ``"auto"``
+  takes the lattice, with the number of cells its rule gives from n and eps,
+  whenever that rule asks for at most 65,535 cells (n eps_point below about
+  100, eps_point the budget of one prediction), and Algorithm 3 above;
 * ``"wide"``: the theta-widened exponential mechanism (Algorithm 4);
 * ``"smooth"``: median + (S/s) T with T Student-t(df), S Lemma 10's t-smooth
   bound for L changed estimates, t = (eps/2) beta/(df + 1) and
@@ -49,8 +57,10 @@ Conventions (decided here, documented in the user guide):
   half their width on each side.
 * ``k`` defaults to all pairs for ``exp`` and ``wide`` and to 3 matchings for
   ``smooth`` (Table 1 and the authors' code, docs/ALGORITHMS.md), capped at
-  the number of matchings for tiny n. ``k`` counts matchings: for odd n, all
-  pairs is k = n.
+  the number of matchings for tiny n; on the candidate grid, to all pairs up
+  to 65,536 of them and beyond to the most matchings with at most 65,536
+  estimates (:func:`.grid_median.grid_matchings`: the privacy error does not
+  depend on k). ``k`` counts matchings: for odd n, all pairs is k = n.
 * theta (default 0.01), df (default 3) and beta (default 1/2) are on the
   unit scale / dimensionless, as in Table 1.
 
@@ -73,7 +83,7 @@ from ... import noise
 from ...design import CenteredUnitScale, Design, place_coefficients
 from ...privacy import PrivacySpent
 from ..base import PrivacyRequest, Release, refuse_rho
-from . import dp_median, inference, matchings, release_laws, smooth_sensitivity, spread
+from . import dp_median, grid_median, inference, matchings, release_laws, smooth_sensitivity, spread
 from .banded_pairs import all_pairs_vector
 from .pair_estimates import all_pairs, n_pairs
 from .pair_sources import CountedPairs, ListedPairs
@@ -85,8 +95,10 @@ DEFAULTS: dict[str, object] = {
     "df": 3.0,
     "beta": 0.5,
     "output_range": None,
+    "candidates": "auto",
 }
 MEDIANS = ("exp", "wide", "smooth")
+CANDIDATE_NAMES = ("auto", "continuous")
 DEFAULT_K: dict[str, int | str] = {"exp": matchings.ALL, "wide": matchings.ALL, "smooth": 3}
 TABLE1_UNIT_RANGE = (-0.5, 1.5)
 MAX_UNIT_RANGE = 1e9
@@ -125,6 +137,7 @@ def check_options(options: Mapping[str, object]) -> dict[str, object]:
     named = k is None or (isinstance(k, str) and k == matchings.ALL)
     if not named and (isinstance(k, bool) or not isinstance(k, numbers.Real) or not float(k).is_integer() or k < 1):
         raise ValueError(f"k must be a positive integer (number of matchings) or 'all', got {k!r}")
+    _check_candidates(opts["candidates"], str(opts["median"]))
     rng_opt = opts["output_range"]
     if rng_opt is not None:
         try:
@@ -134,6 +147,19 @@ def check_options(options: Mapping[str, object]) -> dict[str, object]:
         if _real(lo, "output_range[0]") >= _real(hi, "output_range[1]"):
             raise ValueError(f"output_range must have r_l < r_u, got {rng_opt!r}")
     return opts
+
+
+def _check_candidates(candidates: object, median: str) -> None:
+    """``candidates``: "auto", "continuous" or a number of cells in 1..MAX_CANDIDATES, for ``median="exp"`` only."""
+    if isinstance(candidates, str) and candidates in CANDIDATE_NAMES:
+        if candidates != "auto" and median != "exp":
+            raise ValueError(f"candidates applies to median='exp' only, got median={median!r}")
+        return
+    top = grid_median.MAX_CANDIDATES
+    if isinstance(candidates, bool) or not isinstance(candidates, numbers.Integral) or not 1 <= candidates <= top:
+        raise ValueError(f"candidates must be 'auto', 'continuous' or an integer in 1..{top}, got {candidates!r}")
+    if median != "exp":
+        raise ValueError(f"candidates applies to median='exp' only, got median={median!r}")
 
 
 def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
@@ -171,17 +197,19 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
         raise ValueError("method='theilsen' fits one regressor plus intercept")
     n = design.n
     median = str(opts["median"])
-    k = matchings.resolve_k(opts["k"], n, DEFAULT_K[median])
+    grid = _on_grid(opts["candidates"], median, n, privacy)
+    k = matchings.resolve_k(opts["k"], n, grid_median.grid_matchings(n) if grid else DEFAULT_K[median])
     lipschitz = matchings.lipschitz_constant(n, k)
     lo, hi = unit_output_range(opts["output_range"], design.y_bounds)
     scale = CenteredUnitScale.from_design(design)
     u, v = scale.transform(design)
     x = u[:, 0]
     everything = k == matchings.rounds_max(n)
-    listed = not everything or n_pairs(n) <= EXPLICIT_PAIRS_MAX
+    listed = not everything or n_pairs(n) <= (grid_median.LISTED_MAX if grid else EXPLICIT_PAIRS_MAX)
     total = n_pairs(n) if everything else k * (n // 2)
     share = privacy.share(inference.default_share(lipschitz, total, privacy.eps))
     budget = inference.split(privacy.eps, share)
+    count = _cells(opts["candidates"], budget.point, total, lipschitz) if grid else None
     pairs = (all_pairs(n) if everything else matchings.sample_matchings(rng, n, k)) if listed else None
     sources = {
         name: ListedPairs(x, v, pairs, x0) if pairs is not None else CountedPairs(x, v, x0) for name, x0 in POINTS
@@ -192,6 +220,9 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
         source = sources[name]
         if median == "smooth":
             released[name] = _smooth_release(rng, x, v, source, x0, lo, hi, lipschitz, budget.point, opts, name)
+        elif count is not None:
+            oracle = source.median_oracle(lo, hi)
+            released[name] = grid_median.release(rng, oracle, lo, hi, count, lipschitz, budget.point, name)
         else:
             theta = float(opts["theta"]) if median == "wide" else 0.0
             oracle = source.median_oracle(lo, hi)
@@ -213,6 +244,8 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
         "lipschitz": lipschitz,
         "output_range": (scale.y_lo + scale.y_width * lo, scale.y_lo + scale.y_width * hi),
     }
+    if median == "exp":
+        hyper["candidates"] = count if count is not None else "continuous"
     if median == "wide":
         hyper["theta"] = float(opts["theta"])
     if median == "smooth":
@@ -225,7 +258,7 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
         predictions = np.array([p25, p75])
         se = _se_releases(rng, sources, predictions, lo, hi, lipschitz, budget, listed)
         laws = tuple(
-            _error_law(median, opts, lipschitz, budget.point, sources[name].total, c, lo, hi)
+            _error_law(median, opts, lipschitz, budget.point, sources[name].total, c, lo, hi, count)
             for (name, _), c in zip(POINTS, predictions, strict=True)
         )
         draws = inference.replicates(noise.postprocessing_rng(rng), se, laws)
@@ -244,6 +277,29 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
         hyperparameters=hyper,
         replicates=replicates,
     )
+
+
+def _on_grid(candidates: object, median: str, n: int, privacy: PrivacyRequest) -> bool:
+    """Whether the exponential median runs on the candidate grid: public facts only (grid_median.py).
+
+    ``"auto"`` asks :func:`grid_median.auto_candidates` with every pair (the
+    exponent A is the same for any number of matchings, up to n odd).
+    """
+    if median != "exp" or candidates == "continuous" or n < 2:
+        return False
+    if candidates != "auto":
+        return True
+    pairs, lipschitz = n_pairs(n), n - 1
+    share = privacy.share(inference.default_share(lipschitz, pairs, privacy.eps))
+    point = inference.split(privacy.eps, share).point
+    return grid_median.auto_candidates(point, pairs, lipschitz) is not None
+
+
+def _cells(candidates: object, eps: float, pairs: int, lipschitz: int) -> int:
+    """The number of cells: the user's, or the rule's for the pairs actually used (at most MAX_CANDIDATES)."""
+    if isinstance(candidates, numbers.Integral):
+        return int(candidates)
+    return grid_median.auto_candidates(eps, pairs, lipschitz) or grid_median.MAX_CANDIDATES
 
 
 def _se_releases(
@@ -289,8 +345,12 @@ def _error_law(
     prediction: float,
     lo: float,
     hi: float,
+    count: int | None,
 ) -> inference.ErrorLaw:
     """The law of one median's privacy error given the density (dpstats/mechanisms/theilsen/release_laws.py)."""
+    if count is not None:
+        width = (hi - lo) / count
+        return lambda gen, g: release_laws.grid_errors(gen, g, lipschitz, eps, width)
     if median == "exp":
         return lambda gen, g: release_laws.laplace_errors(gen, g, lipschitz, eps)
     if median == "wide":

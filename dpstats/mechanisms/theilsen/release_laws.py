@@ -13,6 +13,11 @@ smooth_sensitivity.py give the mechanisms):
   grows like g (|r - m| - theta) beyond, so the release is uniform on that
   interval with probability theta / (theta + b) and otherwise
   ``m +- (theta + Exp(b))``, b = 2 L / (eps g);
+* ``exp`` on the candidate grid (dpstats/mechanisms/theilsen/grid_median.py):
+  a cell at distance a from m (0 for m's own cell) has rank distance about
+  g a, and permute-and-flip picks among the cells near m with those
+  weights; the error is the chosen centre minus m, whose offset from its
+  cell's centre is taken uniform (:func:`grid_errors`);
 * ``smooth`` (Algorithm 5): m + (S / s) T with T Student-t(df). Lemma 10's bound S
   reads the estimates near the median, whose spacings are close to those of
   a Poisson process of rate g there, so S = Z / g with Z the same bound on a
@@ -34,6 +39,10 @@ import numpy as np
 
 from ... import noise
 
+GRID_FOLDS = 12.0
+"""Cells farther than GRID_FOLDS e-folds of weight from m are left out of :func:`grid_errors` (weight < 7e-6)."""
+GRID_REACH = 256
+"""The most cells on each side of m's cell that :func:`grid_errors` draws among; finer grids take its Laplace limit."""
 ENVELOPE_FOLDS = 4.0
 """Lemma 10's terms are simulated up to l = ENVELOPE_FOLDS / t: beyond, e^{-lt} (l + 1) is under a fifth of its peak."""
 BOUND_DRAWS = 64
@@ -43,6 +52,31 @@ BOUND_DRAWS = 64
 def laplace_errors(rng: np.random.Generator, g: np.ndarray, lipschitz: int, eps: float) -> np.ndarray:
     """Algorithm 3's error for each density in ``g``: Laplace(2 L / (eps g))."""
     return noise.laplace(rng, 1.0, g.shape) * (2.0 * lipschitz / (eps * g))
+
+
+def grid_errors(rng: np.random.Generator, g: np.ndarray, lipschitz: int, eps: float, width: float) -> np.ndarray:
+    """The grid median's error for each density in ``g``: permute-and-flip over the cells near m, minus m.
+
+    m sits at a uniform offset from the centre of its cell (width h). Cell j
+    (j = 0 is m's) is at distance ``max(0, |j h - offset| - h / 2)`` from m,
+    weight exp(-eps g distance / (2 L)); the choice is report-noisy-max with
+    Exp(1) noise over the cells within GRID_FOLDS e-folds. When they number
+    more than GRID_REACH on a side the grid is fine against the noise, and the
+    error is Laplace(2 L / (eps g)) rounded to the lattice (permute-and-flip
+    then behaves as the exponential mechanism).
+    """
+    rate = eps * g / (2.0 * lipschitz)
+    offset = noise.uniform(rng, -0.5 * width, 0.5 * width, g.shape)
+    steps = float(np.min(rate * width)) if g.size else 1.0  # e-folds of weight per cell, at the flattest density
+    reach = GRID_REACH if steps * GRID_REACH < GRID_FOLDS else max(1, math.ceil(GRID_FOLDS / steps))
+    cells = np.arange(-reach, reach + 1)
+    distance = np.maximum(np.abs(cells[None, :] * width - offset[:, None]) - 0.5 * width, 0.0)
+    scores = -rate[:, None] * distance - np.log1p(-noise.uniform(rng, 0.0, 1.0, distance.shape))
+    chosen = cells[np.argmax(scores, axis=1)] * width - offset
+    with np.errstate(divide="ignore"):
+        spread = noise.laplace(rng, 1.0, g.shape) / rate
+    rounded = width * np.round((offset + spread) / width) - offset
+    return np.where(rate * width * GRID_REACH < GRID_FOLDS, rounded, chosen)
 
 
 def widened_errors(rng: np.random.Generator, g: np.ndarray, lipschitz: int, eps: float, theta: float) -> np.ndarray:
