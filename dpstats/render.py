@@ -336,7 +336,7 @@ def render_table_text(table: ModelTable) -> str:
 
 
 _LATEX_LABELS = {"eps": r"$\varepsilon$", "delta": r"$\delta$", "rho": r"$\rho$"}
-_HTML_LABELS = {"eps": "&epsilon;", "delta": "&delta;", "rho": "&rho;"}
+_HTML_LABELS = {"eps": "&#949;", "delta": "&#948;", "rho": "&#961;"}  # numeric: XML has no named Greek
 
 
 def _latex_number(text: str) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .formula import FormulaSpec, design_for_new_data
+from .maketables_plugin import MakeTablesPlugin
 from .mechanisms.base import Release
 from .privacy import PrivacySpent
 from .render import Summary
@@ -41,7 +42,7 @@ class FTest:
 
 
 @dataclass(frozen=True)
-class DPRegressionResults:
+class DPRegressionResults(MakeTablesPlugin):
     """A fitted DP regression (statsmodels-like, with broom-style frames).
 
     Standard errors, tests and intervals cover the sampling error and the
@@ -50,7 +51,8 @@ class DPRegressionResults:
     are bootstrap intervals (basic or percentile) where the release carries
     bootstrap replicates, normal ones otherwise (dpstats/uncertainty.py). They are NaN
     where a mechanism reports no standard error and infinite where the
-    release they need failed.
+    release they need failed. ``maketables.ETable`` takes it as a column
+    (dpstats/maketables_plugin.py).
     """
 
     estimator: str

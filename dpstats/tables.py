@@ -280,7 +280,12 @@ def _statistics(columns: list[Column]) -> list[TableRow]:
 
 
 def _notes(
-    columns: list[Column], labels: list[str], below: str | None, alpha: float, thresholds: tuple[float, ...], shared: bool
+    columns: list[Column],
+    labels: list[str],
+    below: str | None,
+    alpha: float,
+    thresholds: tuple[float, ...],
+    shared: bool,
 ) -> list[str]:
     notes = []
     if below == "se":

@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "results": 3,
     "quantile_fits": 3,
     "tables": 3,
+    "maketables_plugin": 3,
     # 4: the public entry points
     "api": 4,
     "histogram": 4,
