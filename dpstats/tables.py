@@ -192,6 +192,27 @@ def _as_list(models: Any) -> tuple[list[Any], list[str] | None]:
     return [models], None
 
 
+def collect(
+    models: Any, labels: Sequence[str] | None, alpha: float
+) -> tuple[list[Any], list[Column], list[str] | None]:
+    """The models as a list, their columns, and each column's label (None when no label was given).
+
+    ``models`` is a fit, a list of fits or a dict {label: fit}; ``labels``, if given, overrides the dict's keys.
+    """
+    items, keys = _as_list(models)
+    if not items:
+        raise ValueError("models is empty")
+    given = [str(label) for label in labels] if labels is not None else keys
+    if given is not None and len(given) != len(items):
+        raise ValueError(f"labels has {len(given)} entries for {len(items)} models")
+    columns, names = [], []
+    for i, model in enumerate(items):
+        found = model_columns(model, alpha)
+        columns += found
+        names += [given[i] if given is not None else ""] * len(found)
+    return items, columns, names if given is not None else None
+
+
 def _number(value: float, digits: int) -> str:
     if math.isnan(value):
         return "n/a"
@@ -220,7 +241,7 @@ def _in_block(term: str, block: str | Sequence[str]) -> bool:
     return term.startswith(block) if isinstance(block, str) else term in block
 
 
-def _terms(
+def select_terms(
     columns: list[Column],
     order: Sequence[str],
     drop: Sequence[str],
@@ -352,28 +373,18 @@ def table(
         raise ValueError("below must be 'se', 'ci' or None")
     if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 10:
         raise ValueError("digits must be an integer in [0, 10]")
-    items, keys = _as_list(models)
-    if not items:
-        raise ValueError("models is empty")
-    given = list(labels) if labels is not None else keys
-    if given is not None and len(given) != len(items):
-        raise ValueError(f"labels has {len(given)} entries for {len(items)} models")
-    columns, names = [], []
-    for i, model in enumerate(items):
-        found = model_columns(model, alpha)
-        columns += found
-        names += [given[i] if given is not None else ""] * len(found)
+    items, columns, names = collect(models, labels, alpha)
     rename = dict(rename or {})
     collapse = dict(collapse or {})
     thresholds = _thresholds(stars)
     numbers = tuple(f"({i})" for i in range(1, len(columns) + 1))
     header = [tuple(c.y_name for c in columns)]
-    if given is not None:
-        header.append(tuple(str(n) for n in names))
+    if names is not None:
+        header.append(tuple(names))
     header.append(numbers)
     coefficients = [
         _coefficient_row(term, rename.get(term, term), columns, below, digits, thresholds)
-        for term in _terms(columns, list(order), list(drop), collapse, rename)
+        for term in select_terms(columns, list(order), list(drop), collapse, rename)
     ]
     blocks = [
         TableRow(label, tuple("yes" if any(_in_block(t, block) for t in c.terms) else "no" for c in columns))
