@@ -2,8 +2,8 @@
 
 maketables (PyPI; ``pip install "dpstats[maketables]"``) finds the columns of
 a model it does not know through ``__maketables_*__`` attributes of the result
-class (its PLUGIN_EXTRACTOR_FORMAT.md; nothing of maketables is imported
-here). :class:`DPRegressionResults` inherits them from
+class (https://github.com/py-econometrics/maketables/blob/main/PLUGIN_EXTRACTOR_FORMAT.md;
+nothing of maketables is imported here). :class:`DPRegressionResults` inherits them from
 :class:`MakeTablesPlugin`: the coefficient table (estimate, standard error,
 z, p-value and ``conf_int()``'s 95% interval, which is a bootstrap interval
 where the release carries replicates), the dependent variable, and the
