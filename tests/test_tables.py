@@ -173,3 +173,16 @@ def test_the_latex_compiles_with_pdflatex(three, tmp_path: Path) -> None:
     assert (tmp_path / "table.pdf").stat().st_size > 0
     log = (tmp_path / "table.log").read_text(errors="replace")
     assert not re.search(r"^! ", log, re.M)
+
+
+def test_table_from_r_takes_plain_values_and_reports_errors(models: list) -> None:
+    """What R's dpstats_table sends: builtins, a vector of length 1 as a scalar."""
+    from dpstats.r_interop import table_from_r
+
+    record = {**models[0].to_dict(), "y_name": "rate_marriage", "q": None}
+    out = table_from_r([record], "markdown", {"drop": "Intercept", "digits": 2.0, "stars": True, "below": "none"})
+    assert out["ok"], out
+    assert "Intercept" not in out["text"] and f"| {models[0].params['educ']:.2f}" in out["text"]
+    assert "(0." not in out["text"]  # below = "none": no second lines
+    bad = table_from_r([record], "pdf", None)
+    assert not bad["ok"] and "format must be one of" in bad["message"]
