@@ -32,6 +32,10 @@ class DPQuantileFits:
     def __iter__(self) -> Iterator[DPRegressionResults]:
         return iter(self.fits)
 
+    def to_list(self) -> list[DPRegressionResults]:
+        """The fits in order of the quantiles (maketables' ETable expands a container by this method)."""
+        return list(self.fits)
+
     def __getitem__(self, q: float) -> DPRegressionResults:
         """The fit of quantile ``q``."""
         for tau, fit in zip(self.quantiles, self.fits, strict=True):

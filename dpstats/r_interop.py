@@ -270,6 +270,74 @@ def fit_from_r(
 
 
 # --------------------------------------------------------------------------
+# Tables of fits held in R (the layout is dpstats.table's: one source of truth)
+# --------------------------------------------------------------------------
+
+TABLE_FORMATS = ("latex", "markdown", "html", "text")
+
+
+def _fit_record(fit: Mapping[str, Any]) -> dict:
+    """An R fit's public values as ``ReleasedFit.from_dict`` reads them (R vectors may arrive as scalars)."""
+    terms = [str(t) for t in _as_list(fit.get("terms"))]
+    replicates = fit.get("replicates")
+    return {
+        **dict(fit),
+        "terms": terms,
+        "params": [_float(v) for v in _as_list(fit.get("params"))],
+        "cov": [[_float(v) for v in _as_list(row)] for row in _as_list(fit.get("cov"))],
+        "replicates": None if not replicates else [[_float(v) for v in _as_list(r)] for r in _as_list(replicates)],
+        "privacy": dict(_named(fit.get("privacy")) or {}),
+    }
+
+
+def _table_options(options: Mapping[str, Any]) -> dict:
+    """dpstats.table's keyword arguments from R's (vectors of length 1 arrive as scalars)."""
+    out: dict[str, Any] = {}
+    for key in ("labels", "order", "drop", "notes"):
+        if options.get(key) is not None:
+            out[key] = [str(v) for v in _as_list(options[key])]
+    for key in ("rename", "collapse"):
+        if options.get(key) is not None:
+            out[key] = {
+                str(k): v if isinstance(v, str) else [str(t) for t in _as_list(v)]
+                for k, v in _named(options[key]).items()
+            }
+    if options.get("below") is not None:
+        out["below"] = None if options["below"] == "none" else str(options["below"])
+    if options.get("alpha") is not None:
+        out["alpha"] = float(options["alpha"])
+    stars = options.get("stars")
+    if stars is not None:
+        out["stars"] = stars if isinstance(stars, bool) else [float(v) for v in _as_list(stars)]
+    if options.get("digits") is not None:
+        out["digits"] = int(options["digits"])
+    if options.get("title") is not None:
+        out["title"] = str(options["title"])
+    return out
+
+
+def table_from_r(fits: Any, fmt: str = "latex", options: Any = None) -> dict:
+    """``dpstats.table`` of fits sent from R as plain values, in one of :data:`TABLE_FORMATS`.
+
+    Each fit is a named list (terms, params, cov, replicates, interval, nobs,
+    privacy, method, estimator, q, y_name, failed, reason) built from the R
+    fit, which holds released values only. Returns ``{"ok": True, "text": str}``
+    or ``{"ok": False, "error": type, "message": str}``.
+    """
+    try:
+        from .tables import ReleasedFit, table
+
+        if fmt not in TABLE_FORMATS:
+            raise ValueError(f"format must be one of {list(TABLE_FORMATS)}")
+        released = [ReleasedFit.from_dict(_fit_record(fit)) for fit in _as_list(fits)]
+        out = table(released, **_table_options(_named(options) or {}))
+        text = {"latex": out.as_latex, "markdown": out.as_markdown, "html": out.as_html, "text": out.as_text}[fmt]()
+        return {"ok": True, "text": text}
+    except Exception as exc:  # reported to R as an R error, never swallowed
+        return {"ok": False, "error": type(exc).__name__, "message": str(exc)}
+
+
+# --------------------------------------------------------------------------
 # rpy2: R data.frame <-> pandas, results -> R list
 # --------------------------------------------------------------------------
 

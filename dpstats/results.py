@@ -7,7 +7,6 @@ no array of length n, and pickles to public values only.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -15,10 +14,11 @@ import numpy as np
 import pandas as pd
 
 from .formula import FormulaSpec, design_for_new_data
+from .maketables_plugin import MakeTablesPlugin
 from .mechanisms.base import Release
 from .privacy import PrivacySpent
 from .render import Summary
-from .uncertainty import check_alpha, confidence_intervals, wald_test
+from .uncertainty import check_alpha, confidence_intervals, normal_pvalues, wald_test
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class FTest:
 
 
 @dataclass(frozen=True)
-class DPRegressionResults:
+class DPRegressionResults(MakeTablesPlugin):
     """A fitted DP regression (statsmodels-like, with broom-style frames).
 
     Standard errors, tests and intervals cover the sampling error and the
@@ -51,7 +51,8 @@ class DPRegressionResults:
     are bootstrap intervals (basic or percentile) where the release carries
     bootstrap replicates, normal ones otherwise (dpstats/uncertainty.py). They are NaN
     where a mechanism reports no standard error and infinite where the
-    release they need failed.
+    release they need failed. ``maketables.ETable`` takes it as a column
+    (dpstats/maketables_plugin.py).
     """
 
     estimator: str
@@ -144,9 +145,7 @@ class DPRegressionResults:
     @property
     def pvalues(self) -> pd.Series:
         """Two-sided normal p-values."""
-        z = self.tvalues.to_numpy()
-        p = [math.erfc(abs(v) / math.sqrt(2.0)) if np.isfinite(v) else math.nan for v in z]
-        return pd.Series(p, index=self.term_names, name="P>|z|")
+        return pd.Series(normal_pvalues(self._params, self._cov), index=self.term_names, name="P>|z|")
 
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """Confidence intervals at level ``1 - alpha``, columns ``lower`` and ``upper``.

@@ -104,6 +104,13 @@ def confidence_intervals(
     return params - half, params + half
 
 
+def normal_pvalues(params: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """Two-sided normal (z) p-values of ``params`` with the standard errors of ``cov`` (NaN where a z is not finite)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.asarray(params, dtype=float) / np.sqrt(np.diag(np.asarray(cov, dtype=float)))
+    return np.array([math.erfc(abs(v) / math.sqrt(2.0)) if np.isfinite(v) else math.nan for v in z])
+
+
 def nearest_psd(matrix: np.ndarray) -> np.ndarray:
     """A positive semi-definite version of a noisy symmetric matrix that keeps its (non-negative) diagonal.
 

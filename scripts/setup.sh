@@ -16,6 +16,21 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 
+# --- pdflatex for the test that compiles dpstats.table's LaTeX (booktabs is in texlive-latex-recommended) ---
+# Skipped with DPSTATS_SKIP_TEX=1; where apt cannot install it, that test is skipped with its reason.
+TEX_DEBS="texlive-latex-base texlive-latex-recommended"
+if [ "${DPSTATS_SKIP_TEX:-0}" != "1" ] && ! command -v pdflatex >/dev/null; then
+  if command -v apt-get >/dev/null; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    echo "setup: installing from Debian: $TEX_DEBS" >&2
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $TEX_DEBS >/dev/null
+  else
+    echo "setup: pdflatex is missing and apt-get is not available: the LaTeX compile test is skipped" >&2
+  fi
+fi
+
 # --- R bridge (r_bridge/): R from Debian, the pinned rpy2, the R package in r_bridge/lib ---
 # Skipped with DPSTATS_SKIP_R=1, or (with a warning) where R is missing and apt cannot install it.
 R_DEBS="r-base-core r-base-dev r-cran-reticulate r-cran-testthat r-cran-jsonlite r-cran-quantreg r-cran-broom r-cran-knitr r-cran-rmarkdown r-cran-roxygen2 pandoc"

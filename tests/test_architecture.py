@@ -35,6 +35,8 @@ LAYERS: dict[str, int] = {
     # 3: results, made from a release
     "results": 3,
     "quantile_fits": 3,
+    "tables": 3,
+    "maketables_plugin": 3,
     # 4: the public entry points
     "api": 4,
     "histogram": 4,
@@ -47,6 +49,7 @@ LAYERS: dict[str, int] = {
     "__main__": 5,
     "r_interop": 5,
     "audit": 5,
+    "plots": 5,
 }
 FORBIDDEN_FOR_MECHANISMS = {"formula", "formula_grammar", "cells", "metadata", "results", "quantile_fits", "render"}
 

@@ -93,6 +93,26 @@ def _needed(values: np.ndarray, predicted: np.ndarray, goal: float) -> float:
     return float(values[meets[0]]) if meets.size else float("nan")
 
 
+def plan_facts(
+    formula: str,
+    n: int,
+    eps: float,
+    bounds: Mapping[str, Sequence[float]] | None,
+    levels: Mapping[str, Sequence] | None,
+    estimator: str,
+    delta: float,
+) -> PublicFacts:
+    """The public facts of a planned call, from the formula and the declarations only (no data)."""
+    if estimator not in ("ols", "quantreg"):
+        raise ValueError("estimator must be 'ols' or 'quantreg'")
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
+        raise ValueError("n must be an integer >= 2")
+    eps, delta = check_eps(eps), check_delta(delta)
+    bounds, levels = check_bounds(bounds), check_levels(levels)
+    design, _ = build_design(formula, _prototype(formula, bounds, levels), bounds, levels)
+    return dataclasses.replace(PublicFacts.of(design, eps, delta, estimator), n=int(n))
+
+
 def compare_methods(
     formula: str,
     n: int,
@@ -112,14 +132,7 @@ def compare_methods(
     of that coefficient (a typical scenario, user's units), the same in
     standard errors of the non-private fit, and the eps and n it needs.
     """
-    if estimator not in ("ols", "quantreg"):
-        raise ValueError("estimator must be 'ols' or 'quantreg'")
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
-        raise ValueError("n must be an integer >= 2")
-    eps, delta = check_eps(eps), check_delta(delta)
-    bounds, levels = check_bounds(bounds), check_levels(levels)
-    design, _ = build_design(formula, _prototype(formula, bounds, levels), bounds, levels)
-    facts = dataclasses.replace(PublicFacts.of(design, eps, delta, estimator), n=int(n))
+    facts = plan_facts(formula, n, eps, bounds, levels, estimator, delta)
     unit = facts.unit[0] if facts.unit else float("nan")
     rows = []
     for candidate in CANDIDATES:
