@@ -188,6 +188,24 @@ def _several_quantiles(
     return DPQuantileFits(quantiles=quantiles, fits=fits, privacy=spent)
 
 
+def planned_spend(
+    estimator: str,
+    *,
+    eps: float | None = None,
+    delta: float = 0.0,
+    rho: float | None = None,
+    method: str = "auto",
+    **options: object,
+) -> PrivacySpent:
+    """The most a ``dp_ols`` (``estimator="ols"``) or ``dp_quantreg`` call with these public inputs can
+    report: what a :class:`~dpstats.budget.PrivacyBudget` checks before the call reads any data."""
+    if estimator not in ("ols", "quantreg"):
+        raise ValueError("estimator must be 'ols' or 'quantreg'")
+    eps, rho = check_budget(eps, rho)
+    plan = _plan(estimator, PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho), method, options)
+    return requested_spend(plan.notion, eps, plan.privacy.delta, rho)
+
+
 @dataclass(frozen=True)
 class _Plan:
     """The public part of a call, checked before any data are read.
