@@ -195,6 +195,7 @@ def planned_spend(
     delta: float = 0.0,
     rho: float | None = None,
     method: str = "auto",
+    se_share: float | None = None,
     **options: object,
 ) -> PrivacySpent:
     """The most a ``dp_ols`` (``estimator="ols"``) or ``dp_quantreg`` call with these public inputs can
@@ -202,7 +203,8 @@ def planned_spend(
     if estimator not in ("ols", "quantreg"):
         raise ValueError("estimator must be 'ols' or 'quantreg'")
     eps, rho = check_budget(eps, rho)
-    plan = _plan(estimator, PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho), method, options)
+    request = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
+    plan = _plan(estimator, request, method, options)
     return requested_spend(plan.notion, eps, plan.privacy.delta, rho)
 
 
