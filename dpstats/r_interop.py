@@ -13,10 +13,12 @@ side sends each column as a small record ::
      "tz": str}                  # datetimes only
 
 :func:`frame_from_columns` rebuilds a pandas DataFrame with nullable dtypes, and
-:func:`fit_from_r` runs ``dp_ols`` (or ``dp_quantreg`` once it exists) and
-returns builtins only (dict, list, str, float, int, bool, None), which reach R
+:func:`fit_from_r` runs ``dp_ols`` or ``dp_quantreg`` (one quantile or several)
+and returns builtins only (dict, list, str, float, int, bool, None), which reach R
 as named lists and vectors. Errors come back as ``{"ok": False, ...}`` so the R
-side can raise them as ordinary R errors.
+side can raise them as ordinary R errors. A privacy budget crosses as the JSON
+text of its file (:func:`budget_payload`): R keeps it, sends it with a fit
+(after :func:`check_budget_first`, before any column) and gets it back spent.
 
 **Python users holding R objects (rpy2).** :func:`r_to_pandas` and
 :func:`pandas_to_r` convert data frames column by column with correct missing
