@@ -2,7 +2,8 @@
 
 ``dp_ols("y ~ x", data, eps=1, bounds={...})`` and ``dp_quantreg("y ~ x", data,
 q=0.5, eps=1, bounds={...})`` return a results object with statsmodels names,
-broom-style frames, summaries and the privacy spent.
+broom-style frames, summaries and the privacy spent; ``PrivacyBudget`` tracks
+a project's spending across calls (``budget=``).
 Submodules load on first use, so ``import dpstats`` stays fast.
 """
 
@@ -27,6 +28,8 @@ _LAZY = {
     "FTest": "dpstats.results",
     "Summary": "dpstats.render",
     "PrivacySpent": "dpstats.privacy",
+    "PrivacyBudget": "dpstats.budget",
+    "BudgetExceeded": "dpstats.budget",
 }
 
 __all__ = ["__version__", *_LAZY]

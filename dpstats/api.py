@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import pandas as pd
 
+from .budget import Accountant, check_accountant, requested_spend
 from .formula import build_design
-from .mechanisms import PrivacyRequest, get_mechanism
+from .mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
 from .metadata import check_bounds
 from .noise import RandomState, make_rng
 from .planning.facts import PublicFacts
@@ -31,6 +34,7 @@ def dp_ols(
     *,
     rho: float | None = None,
     se_share: float | None = None,
+    budget: Accountant | None = None,
     **options: object,
 ) -> DPRegressionResults:
     """Differentially private least squares from a formula.
@@ -72,13 +76,25 @@ def dp_ols(
         values, so inspect the data first (:func:`dpstats.inspect`).
         ``"raise"`` is the curator's opt-in: it raises on the first bad cell,
         and that error describes confidential data (never for publication).
+    budget : a :class:`~dpstats.budget.PrivacyBudget` the call is charged to.
+        The call is refused (``BudgetExceeded``, a ValueError) before any data
+        are read when it could overspend it; otherwise what ``res.privacy``
+        reports is added to its ledger (dpstats/budget.py: the composition
+        rules). eps is still required: it never defaults to what is left.
     **options : the mechanism's hyperparameters.
 
     Neighbouring datasets differ in one row and have the same n (public).
     """
     eps, rho = check_budget(eps, rho)
+    accountant = check_accountant(budget)
     privacy = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
-    return _fit("ols", formula, data, privacy, bounds, levels, method, random_state, missing, options)
+    plan = _plan("ols", privacy, method, options)
+    return _charged(
+        accountant,
+        plan,
+        lambda: _fit("ols", formula, data, plan, bounds, levels, random_state, missing),
+        formula=formula,
+    )
 
 
 def dp_quantreg(
@@ -94,6 +110,7 @@ def dp_quantreg(
     random_state: RandomState = None,
     missing: str = "impute",
     se_share: float | None = None,
+    budget: Accountant | None = None,
     **options: object,
 ) -> DPRegressionResults | DPQuantileFits:
     """Differentially private quantile regression from a formula.
@@ -114,22 +131,51 @@ def dp_quantreg(
         ``||theta||_1 <= B`` on the scaled problem, default 2) and ``steps``
         (the chain length; see dpstats/mechanisms/kng/mechanism.py).
 
+    budget : a :class:`~dpstats.budget.PrivacyBudget`, as for :func:`dp_ols`;
+        several quantiles are one release, charged once with the call's eps.
+
     Returns a :class:`~dpstats.results.DPRegressionResults` for one quantile,
     a :class:`~dpstats.quantile_fits.DPQuantileFits` for a list.
     """
     quantiles = check_quantiles(q)
     eps, delta, share = check_eps(eps), check_delta(delta), check_share(se_share)
+    accountant = check_accountant(budget)
+    plan = _plan("quantreg", PrivacyRequest(eps=eps, delta=delta, se_share=share), method, options)
     if isinstance(quantiles, float):
-        privacy = PrivacyRequest(eps=eps, delta=delta, se_share=share)
-        return _fit(
-            "quantreg", formula, data, privacy, bounds, levels, method, random_state, missing, options, quantiles
+        tau = quantiles
+        return _charged(
+            accountant,
+            plan,
+            lambda: _fit("quantreg", formula, data, plan, bounds, levels, random_state, missing, tau),
+            formula=formula,
+            q=(tau,),
         )
-    rng = make_rng(random_state)  # one stream for all quantiles: their noise is independent
-    part = PrivacyRequest(eps=eps / len(quantiles), delta=delta / len(quantiles), se_share=share)
-    fits = tuple(
-        _fit("quantreg", formula, data, part, bounds, levels, method, rng, missing, options, tau) for tau in quantiles
+    multi = quantiles
+    return _charged(
+        accountant,
+        plan,
+        lambda: _several_quantiles(formula, data, multi, plan, bounds, levels, random_state, missing),
+        formula=formula,
+        q=multi,
     )
-    split = tuple((f"q={tau:g}", part.eps) for tau in quantiles)
+
+
+def _several_quantiles(
+    formula: str,
+    data: pd.DataFrame,
+    quantiles: tuple[float, ...],
+    plan: _Plan,
+    bounds: Mapping[str, Sequence[float]] | None,
+    levels: Mapping[str, Sequence] | None,
+    random_state: RandomState,
+    missing: str,
+) -> DPQuantileFits:
+    """Each quantile with an equal part of the budget (basic composition); the call reports the whole."""
+    rng = make_rng(random_state)  # one stream for all quantiles: their noise is independent
+    eps, delta, k = float(plan.privacy.eps or 0.0), plan.privacy.delta, len(quantiles)
+    part = replace(plan, privacy=replace(plan.privacy, eps=eps / k, delta=delta / k))
+    fits = tuple(_fit("quantreg", formula, data, part, bounds, levels, rng, missing, tau) for tau in quantiles)
+    split = tuple((f"q={tau:g}", eps / k) for tau in quantiles)
     caveats = tuple(dict.fromkeys(c for fit in fits for c in fit.privacy.caveats))  # each once, in order
     spent = PrivacySpent(
         notion="pure" if delta == 0 else "approx",
@@ -142,40 +188,106 @@ def dp_quantreg(
     return DPQuantileFits(quantiles=quantiles, fits=fits, privacy=spent)
 
 
-def _fit(
+def planned_spend(
     estimator: str,
-    formula: str,
-    data: pd.DataFrame,
-    privacy: PrivacyRequest,
-    bounds: Mapping[str, Sequence[float]] | None,
-    levels: Mapping[str, Sequence] | None,
-    method: str,
-    random_state: RandomState,
-    missing: str,
-    options: Mapping[str, object],
-    q: float | None = None,
-) -> DPRegressionResults:
-    """One fit. Every check of a public input comes before the data are read;
-    ``method="auto"`` chooses from n, the budget and the design's shape, which
-    the formula and the declarations alone decide (dpstats/planning/)."""
-    reason = None
+    *,
+    eps: float | None = None,
+    delta: float = 0.0,
+    rho: float | None = None,
+    method: str = "auto",
+    se_share: float | None = None,
+    **options: object,
+) -> PrivacySpent:
+    """The most a ``dp_ols`` (``estimator="ols"``) or ``dp_quantreg`` call with these public inputs can
+    report: what a :class:`~dpstats.budget.PrivacyBudget` checks before the call reads any data."""
+    if estimator not in ("ols", "quantreg"):
+        raise ValueError("estimator must be 'ols' or 'quantreg'")
+    eps, rho = check_budget(eps, rho)
+    request = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
+    plan = _plan(estimator, request, method, options)
+    return requested_spend(plan.notion, eps, plan.privacy.delta, rho)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The public part of a call, checked before any data are read.
+
+    ``spec`` is None for ``method="auto"`` (chosen once n is known); ``notion``
+    is what the call will report ("pure", "approx" or "zcdp"), known already.
+    """
+
+    spec: MechanismSpec | None
+    hyper: Mapping[str, object]
+    need_bounds: bool
+    notion: str
+    privacy: PrivacyRequest = field(repr=False)
+
+
+def _plan(estimator: str, privacy: PrivacyRequest, method: str, options: Mapping[str, object]) -> _Plan:
+    """Every check of the method, its options and the privacy request (public inputs only)."""
     if method == "auto":
         if options:
             raise ValueError(f"options {sorted(options)} need an explicit method=...")
         if privacy.rho is not None:
             raise ValueError("method='auto' takes eps (and delta); rho is for method='gradient', variant='zcdp'")
-        need_bounds = True
-    else:
-        spec = get_mechanism(method, estimator)
-        hyper = spec.check_options(options)
-        spec.check_privacy(privacy, hyper)
-        need_bounds = spec.needs_bounds
+        return _Plan(None, {}, True, "approx" if privacy.delta > 0 else "pure", privacy)
+    spec = get_mechanism(method, estimator)
+    hyper = spec.check_options(options)
+    spec.check_privacy(privacy, hyper)
+    return _Plan(spec, hyper, spec.needs_bounds, spec.notion(privacy, hyper), privacy)
+
+
+Result = TypeVar("Result", DPRegressionResults, DPQuantileFits)
+
+
+def _charged(
+    budget: Accountant | None,
+    plan: _Plan,
+    release: Callable[[], Result],
+    *,
+    formula: str,
+    q: tuple[float, ...] | None = None,
+) -> Result:
+    """Run ``release`` charged to ``budget``: refused before it reads any data if it could overspend,
+    recorded with what its result reports once it has released (a raise records nothing)."""
+    if budget is None:
+        return release()
+    request = plan.privacy
+    budget.check(requested_spend(plan.notion, request.eps, request.delta, request.rho))
+    res = release()
+    fits = res.fits if isinstance(res, DPQuantileFits) else (res,)
+    budget.record(
+        res.privacy,
+        formula=formula,
+        estimator=fits[0].estimator,
+        method=fits[0].method,
+        q=q,
+        failed=any(fit.failed for fit in fits),
+    )
+    return res
+
+
+def _fit(
+    estimator: str,
+    formula: str,
+    data: pd.DataFrame,
+    plan: _Plan,
+    bounds: Mapping[str, Sequence[float]] | None,
+    levels: Mapping[str, Sequence] | None,
+    random_state: RandomState,
+    missing: str,
+    q: float | None = None,
+) -> DPRegressionResults:
+    """One fit of a checked plan: the first step that reads the data is ``build_design``;
+    ``method="auto"`` chooses from n, the budget and the design's shape, which
+    the formula and the declarations alone decide (dpstats/planning/)."""
+    privacy, spec, hyper, reason = plan.privacy, plan.spec, plan.hyper, None
     rng = make_rng(random_state)
-    design, formula_spec = build_design(formula, data, bounds, levels, need_bounds=need_bounds, missing=missing)
-    if method == "auto":
+    design, formula_spec = build_design(formula, data, bounds, levels, need_bounds=plan.need_bounds, missing=missing)
+    if spec is None:
         choice = choose(PublicFacts.of(design, privacy.eps, privacy.delta, estimator))
-        method, reason = choice.method, choice.reason
-        spec = get_mechanism(method, estimator)
+        reason = choice.reason
+        spec = get_mechanism(choice.method, estimator)
         hyper = spec.check_options(choice.options)
         spec.check_privacy(privacy, hyper)
     spec.check_design(design)

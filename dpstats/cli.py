@@ -5,8 +5,15 @@ Usage::
     dpstats ols "FORMULA" --data CSV (--eps 1 | --rho R) --bounds var=lo:hi [--bounds ...]
                 [--levels var=a,b,c ...] [--method auto|noisystats] [--delta D]
                 [--seed N] [--option name=value ...] [--missing impute|raise]
-                [--format text|latex|markdown|json]
+                [--budget FILE] [--format text|latex|markdown|json]
+    dpstats budget FILE (--eps E [--delta D] | --rho R) [--accounting basic|zcdp]   # create
+    dpstats budget FILE [--format text|json]                                         # show
     dpstats demo [--eps 1] [--seed N] [--format text|latex|markdown|json]
+
+``--budget FILE`` charges the fit to the privacy budget saved in FILE
+(dpstats/budget.py): the fit is refused before the CSV is read if it could
+overspend it, and FILE is saved with the fit in its ledger before the summary
+is printed. ``dpstats budget`` creates such a file or shows its account and ledger.
 
 The summary goes to stdout (exit code 0). A bad argument, or a ValueError or
 TypeError raised by dpstats, prints ``dpstats: error: <message>`` to stderr and
@@ -30,6 +37,7 @@ from .render import FORMATS
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .budget import PrivacyBudget
     from .results import DPRegressionResults
 
 EXIT_USAGE = 2
@@ -98,7 +106,20 @@ def parse_levels(specs: Sequence[str]) -> dict[str, list[str]]:
 
 
 _RESERVED = frozenset(
-    {"formula", "data", "eps", "rho", "bounds", "levels", "method", "delta", "random_state", "missing", "se_share"}
+    {
+        "formula",
+        "data",
+        "eps",
+        "rho",
+        "bounds",
+        "levels",
+        "method",
+        "delta",
+        "random_state",
+        "missing",
+        "se_share",
+        "budget",
+    }
 )
 _LITERALS: dict[str, object] = {"true": True, "false": False, "none": None, "null": None}
 
@@ -183,13 +204,38 @@ def _fit(formula: str, data: pd.DataFrame, kwargs: Mapping[str, Any]) -> DPRegre
         raise CLIError(str(exc)) from None
 
 
+def _load_budget(path: str) -> PrivacyBudget:
+    """The budget saved at ``path`` (``dpstats budget FILE --eps ...`` creates one)."""
+    from .budget import PrivacyBudget
+
+    try:
+        return PrivacyBudget.load(path)
+    except FileNotFoundError:
+        raise CLIError(f"--budget: no such file {path!r} (create it with: dpstats budget {path} --eps E)") from None
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--budget: {exc}") from None
+
+
+def _check_budget_first(budget: PrivacyBudget, args: argparse.Namespace, options: Mapping[str, object]) -> None:
+    """Refuse a fit that could overspend the budget before the CSV is read."""
+    from .api import planned_spend
+
+    try:
+        budget.check(planned_spend("ols", eps=args.eps, delta=args.delta, rho=args.rho, method=args.method, **options))
+    except (ValueError, TypeError) as exc:
+        raise CLIError(str(exc)) from None
+
+
 def run_ols(args: argparse.Namespace) -> str:
-    """The ``ols`` command: read the CSV, fit, and render the summary."""
+    """The ``ols`` command: read the CSV, fit, save the budget if one was given, and render the summary."""
     bounds = parse_bounds(args.bounds)
     levels = parse_levels(args.levels)
     options = parse_options(args.option)
     if args.seed is not None and args.seed < 0:
         raise CLIError("--seed must be a non-negative integer")
+    budget = None if args.budget is None else _load_budget(args.budget)
+    if budget is not None:
+        _check_budget_first(budget, args, options)
     data = _read_csv(args.data, list(levels))
     _check_bound_names(bounds, data)
     kwargs: dict[str, Any] = {
@@ -202,12 +248,45 @@ def run_ols(args: argparse.Namespace) -> str:
         "random_state": args.seed,
         "missing": args.missing,
         "se_share": args.se_share,
+        "budget": budget,
         **options,
     }
     res = _fit(args.formula, data, kwargs)
+    if budget is not None:
+        try:
+            budget.save(args.budget)
+        except OSError as exc:
+            raise CLIError(f"--budget: could not save {args.budget!r} ({exc.strerror}); the fit is not shown") from None
     from .render import render
 
     return render(res, args.format)
+
+
+def run_budget(args: argparse.Namespace) -> str:
+    """The ``budget`` command: create FILE (with --eps or --rho), or show its account and ledger."""
+    from pathlib import Path
+
+    from .budget import PrivacyBudget
+
+    if args.eps is None and args.rho is None:
+        if args.delta is not None or args.accounting is not None:
+            raise CLIError("--delta and --accounting create a budget: give --eps or --rho too")
+        budget = _load_budget(args.file)
+        if args.format == "json":
+            return budget.to_json()
+        ledger = budget.ledger
+        table = ledger.to_string(index=False) if len(ledger) else "(no release yet)"
+        return f"{budget.describe()}\n\n{table}"
+    if Path(args.file).exists():
+        raise CLIError(f"budget: {args.file!r} exists; a budget file is never overwritten from the command line")
+    try:
+        budget = PrivacyBudget(eps=args.eps, delta=args.delta or 0.0, rho=args.rho, accounting=args.accounting)
+        budget.save(args.file)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(f"budget: {exc}") from None
+    except OSError as exc:
+        raise CLIError(f"budget: could not write {args.file!r} ({exc.strerror})") from None
+    return f"Created {args.file}. {budget.describe()}"
 
 
 def run_demo_command(args: argparse.Namespace) -> str:
@@ -232,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: dpstats ols 'foodexp ~ income' --data engel.csv --eps 1 "
         "--bounds income=0:5000 --bounds foodexp=0:2500",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{ols,demo}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="{ols,budget,demo}", parser_class=_Parser)
     sub.required = True
 
     ols = sub.add_parser(
@@ -281,8 +360,33 @@ def build_parser() -> argparse.ArgumentParser:
         default="impute",
         help="bad cells: impute row-wise (default; see dpstats/cells.py) or raise (for the data curator only)",
     )
+    ols.add_argument(
+        "--budget",
+        metavar="FILE",
+        default=None,
+        help="charge the fit to the privacy budget saved in FILE (refused before the CSV is read if it "
+        "could overspend it; FILE is saved with the fit in its ledger)",
+    )
     ols.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     ols.set_defaults(run=run_ols)
+
+    budget_cmd = sub.add_parser(
+        "budget",
+        help="create a privacy budget file, or show its account and ledger",
+        description="With --eps or --rho: create FILE (never overwritten). Without: show FILE's account and ledger.",
+    )
+    budget_cmd.add_argument("file", metavar="FILE", help="the budget's JSON file")
+    budget_cmd.add_argument("--eps", type=float, default=None, help="total eps of the budget")
+    budget_cmd.add_argument("--delta", type=float, default=None, help="total delta of the budget (default 0)")
+    budget_cmd.add_argument("--rho", type=float, default=None, help="total rho of a zCDP account")
+    budget_cmd.add_argument(
+        "--accounting",
+        choices=("basic", "zcdp"),
+        default=None,
+        help="basic composition (default without --rho) or zCDP (default with --rho)",
+    )
+    budget_cmd.add_argument("--format", choices=("text", "json"), default="text", help="output of the show form")
+    budget_cmd.set_defaults(run=run_budget)
 
     demo = sub.add_parser(
         "demo",

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from .budget import Accountant, check_accountant
 from .cells import check_missing
 from .formula import admitted_variables, build_design, prepare_frame
 from .mechanisms.histogram import SPEC
@@ -28,7 +29,7 @@ from .mechanisms.histogram.layout import Threshold, build_layout, check_threshol
 from .mechanisms.histogram.release import COUNT_COLUMN, WEIGHT_COLUMN, HistogramRelease, release_histogram
 from .metadata import check_bounds, check_levels
 from .noise import RandomState, make_rng
-from .privacy import check_eps
+from .privacy import PrivacySpent, check_eps
 from .quantiles import check_quantile
 from .results import DPRegressionResults
 
@@ -115,6 +116,7 @@ def noisy_histogram(
     threshold: Threshold = "enhanced",
     random_state: RandomState = None,
     missing: str = "impute",
+    budget: Accountant | None = None,
 ) -> NoisyHistogram:
     """Release an eps-DP perturbed histogram of ``columns`` (Lei 2011, section 2.2 and Algorithm 1).
 
@@ -140,11 +142,17 @@ def noisy_histogram(
     missing : ``"impute"`` (the default: each bad cell gets the row-wise
         treatment of dpstats/cells.py) or ``"raise"`` (the curator's opt-in; its
         errors describe confidential data).
+    budget : a :class:`~dpstats.budget.PrivacyBudget` the release is charged
+        to (pure eps): refused before the data are touched when it could
+        overspend it, recorded in its ledger once released.
 
     Neighbouring datasets differ in one row and have the same n (public).
     """
     eps = check_eps(eps)
     threshold = check_threshold(threshold)
+    accountant = check_accountant(budget)
+    if accountant is not None:
+        accountant.check(PrivacySpent("pure", eps))
     if isinstance(data, Mapping):
         data = pd.DataFrame(data)
     if not isinstance(data, pd.DataFrame):
@@ -168,4 +176,8 @@ def noisy_histogram(
     layout = build_layout(columns, declared_bounds, declared_levels, bins, len(data), eps)
     rng = make_rng(random_state)
     frame = prepare_frame(data, columns, declared_bounds, declared_levels, missing)
-    return release_histogram(frame, layout, eps, threshold, rng, kind=NoisyHistogram)
+    released = release_histogram(frame, layout, eps, threshold, rng, kind=NoisyHistogram)
+    if accountant is not None:
+        label = f"histogram of {', '.join(columns)}"
+        accountant.record(released.privacy, formula=label, estimator="histogram", method=SPEC.name)
+    return released

@@ -144,6 +144,13 @@ def zcdp_to_approx_eps(rho: float, delta: float) -> float:
     return min(prop_13, lemma_36)
 
 
+def zcdp_reported(rho: float, delta: float) -> tuple[float, float]:
+    """The (eps, delta) a rho-zCDP call reports: eps implied at the delta passed, or at
+    :data:`DEFAULT_REPORT_DELTA` when none was (delta = 0)."""
+    report_delta = delta if delta > 0 else DEFAULT_REPORT_DELTA
+    return zcdp_to_approx_eps(rho, report_delta), report_delta
+
+
 def approx_to_zcdp_rho(eps: float, delta: float, rel_tol: float = 1e-12) -> float:
     """The largest rho whose :func:`zcdp_to_approx_eps` at ``delta`` is at most ``eps``.
 

@@ -13,10 +13,12 @@ side sends each column as a small record ::
      "tz": str}                  # datetimes only
 
 :func:`frame_from_columns` rebuilds a pandas DataFrame with nullable dtypes, and
-:func:`fit_from_r` runs ``dp_ols`` (or ``dp_quantreg`` once it exists) and
-returns builtins only (dict, list, str, float, int, bool, None), which reach R
+:func:`fit_from_r` runs ``dp_ols`` or ``dp_quantreg`` (one quantile or several)
+and returns builtins only (dict, list, str, float, int, bool, None), which reach R
 as named lists and vectors. Errors come back as ``{"ok": False, ...}`` so the R
-side can raise them as ordinary R errors.
+side can raise them as ordinary R errors. A privacy budget crosses as the JSON
+text of its file (:func:`budget_payload`): R keeps it, sends it with a fit
+(after :func:`check_budget_first`, before any column) and gets it back spent.
 
 **Python users holding R objects (rpy2).** :func:`r_to_pandas` and
 :func:`pandas_to_r` convert data frames column by column with correct missing
@@ -174,9 +176,24 @@ def echo_columns(columns: Mapping[str, Mapping[str, Any]], nrow: int | None = No
 
 
 def result_payload(res: Any) -> dict:
-    """Everything R needs from a fit, as builtins (post-processing only)."""
-    import dpstats
+    """Everything R needs from a fit, as builtins (post-processing only).
 
+    Several quantiles (a :class:`~dpstats.quantile_fits.DPQuantileFits`) give
+    ``quantiles``, the whole call's ``privacy`` and ``fits``: one payload per quantile.
+    """
+    import dpstats
+    from dpstats.quantile_fits import DPQuantileFits
+
+    if isinstance(res, DPQuantileFits):
+        return plain(
+            {
+                "quantiles": list(res.quantiles),
+                "privacy": res.privacy.as_dict(),
+                "fits": [result_payload(fit) for fit in res.fits],
+                "summary_text": res.as_text(),
+                "dpstats_version": dpstats.__version__,
+            }
+        )
     payload = dict(res.to_dict())
     for attr in ("method_title", "citation", "y_name"):
         payload[attr] = getattr(res, attr, None)
@@ -200,6 +217,92 @@ def _named(x: Any) -> dict | None:
     return dict(x)
 
 
+class _LedgerFormula:
+    """A budget whose ledger shows the formula as the R user wrote it (R's ``factor(cyl)``, not ``C(cyl)``)."""
+
+    def __init__(self, budget: Any, formula: str) -> None:
+        self.budget, self.formula = budget, formula
+
+    def check(self, planned: Any) -> None:
+        self.budget.check(planned)
+
+    def record(self, spent: Any, **labels: Any) -> None:
+        self.budget.record(spent, **{**labels, "formula": self.formula})
+
+
+def budget_payload(budget: Any) -> dict:
+    """A budget for R: its ``state`` (the JSON text of its file, which R keeps and sends back) and a
+    ``view`` of builtins for printing without Python (caps, rule, spent, remaining, ledger columns)."""
+    ledger = budget.ledger
+    columns = {name: ledger[name].tolist() for name in ledger.columns if name != "time"}
+    columns["time"] = [t.isoformat() for t in ledger["time"]]
+    view = {
+        "accounting": budget.accounting,
+        "eps": budget.eps,
+        "delta": budget.delta,
+        "rho": budget.rho,
+        "spent": budget.spent,
+        "remaining": budget.remaining,
+        "description": budget.describe(),
+        "ledger": columns,
+    }
+    return {"state": budget.to_json(), "view": plain(_finite_or_none(view))}
+
+
+def _finite_or_none(obj: Any) -> Any:
+    """NaN (pandas' missing rho) as None, which reaches R as NULL / NA."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite_or_none(v) for v in obj]
+    return obj
+
+
+def _error(exc: Exception) -> dict:
+    from .budget import BudgetExceeded
+
+    return {"ok": False, "error": type(exc).__name__, "message": str(exc), "refused": isinstance(exc, BudgetExceeded)}
+
+
+def new_budget(eps: Any = None, delta: Any = 0.0, rho: Any = None, accounting: Any = None) -> dict:
+    """``dp_budget()`` from R: ``{"ok": True, "budget": budget_payload}`` or an error record."""
+    from .budget import PrivacyBudget
+
+    try:
+        return {"ok": True, "budget": budget_payload(PrivacyBudget(eps, delta, rho, accounting=accounting))}
+    except Exception as exc:  # reported to R as an R error
+        return _error(exc)
+
+
+def check_budget_first(
+    budget: str, estimator: str, eps: Any, delta: Any = 0.0, method: str = "auto", options: Any = None
+) -> dict:
+    """Whether the budget (its JSON state) can take a fit with these public inputs: ``{"ok": True}`` or
+    an error record. The R side asks before it sends any column to Python."""
+    from .api import planned_spend
+    from .budget import PrivacyBudget
+
+    try:
+        opts = dict(_named(options) or {})
+        account = PrivacyBudget.from_json(budget)
+        account.check(planned_spend(estimator, eps=eps, delta=delta, rho=opts.pop("rho", None), method=method, **opts))
+        return {"ok": True}
+    except Exception as exc:  # reported to R as an R error
+        return _error(exc)
+
+
+def budget_from_json(text: str) -> dict:
+    """``dp_budget_load()`` from R: the budget of a saved file's text, validated, or an error record."""
+    from .budget import PrivacyBudget
+
+    try:
+        return {"ok": True, "budget": budget_payload(PrivacyBudget.from_json(text))}
+    except Exception as exc:  # reported to R as an R error
+        return _error(exc)
+
+
 def _fit(
     estimator: str,
     formula: str,
@@ -214,6 +317,7 @@ def _fit(
     options: Any,
     tau: Any,
     nrow: int | None,
+    budget: Any = None,
 ) -> Any:
     import dpstats
 
@@ -227,6 +331,7 @@ def _fit(
         "method": method,
         "delta": delta,
         "random_state": _random_state(random_state),
+        "budget": budget,
     }
     kwargs.update(_named(options) or {})
     if estimator == "ols":
@@ -252,21 +357,48 @@ def fit_from_r(
     options: Any = None,
     tau: Any = None,
     nrow: int | None = None,
+    budget: str | None = None,
+    ledger_formula: str | None = None,
 ) -> dict:
     """Fit ``estimator`` ('ols' or 'quantreg') on columns sent from R.
 
     ``formula`` is already a patsy formula and the column names are valid
     Python identifiers (the R side translates both). Returns
     ``{"ok": True, "result": {...}}`` or ``{"ok": False, "error": type, "message": str}``;
-    every value is a builtin.
+    every value is a builtin. ``budget`` is the JSON state of the R side's
+    budget (:func:`budget_payload`): the fit is charged to it (its ledger shows
+    ``ledger_formula``, the R formula), and once the fit has released the
+    answer carries the new ``budget``, even if the result could not be
+    converted, so that R never loses a spend.
     """
+    from .budget import PrivacyBudget
+
     try:
+        account = None if budget is None else PrivacyBudget.from_json(budget)
+        charged = None if account is None else _LedgerFormula(account, ledger_formula or formula)
         res = _fit(
-            estimator, formula, columns, eps, bounds, levels, method, delta, random_state, missing, options, tau, nrow
+            estimator,
+            formula,
+            columns,
+            eps,
+            bounds,
+            levels,
+            method,
+            delta,
+            random_state,
+            missing,
+            options,
+            tau,
+            nrow,
+            charged,
         )
-        return {"ok": True, "result": result_payload(res)}
     except Exception as exc:  # reported to R as an R error, never swallowed
-        return {"ok": False, "error": type(exc).__name__, "message": str(exc)}
+        return _error(exc)
+    spent = {} if account is None else {"budget": budget_payload(account)}
+    try:
+        return {"ok": True, "result": result_payload(res), **spent}
+    except Exception as exc:  # the release happened: the budget still goes back to R
+        return {**_error(exc), **spent}
 
 
 # --------------------------------------------------------------------------
@@ -567,10 +699,14 @@ def result_to_r(res: Any):
 
 
 __all__ = [
+    "budget_from_json",
+    "budget_payload",
+    "check_budget_first",
     "describe_frame",
     "echo_columns",
     "fit_from_r",
     "frame_from_columns",
+    "new_budget",
     "pandas_to_r",
     "plain",
     "r_to_pandas",

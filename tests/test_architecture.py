@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dpstats"
 LAYERS: dict[str, int] = {
     # 0: the core every layer may use
     "privacy": 0,
+    "budget": 0,
     "noise": 0,
     "intervals": 0,
     "design": 0,

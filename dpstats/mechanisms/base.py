@@ -91,6 +91,7 @@ class MechanismSpec:
     options: Mapping[str, object]
     fit: FitFunction
     check_request: Callable[[PrivacyRequest, Mapping[str, object]], None] | None = None
+    request_notion: Callable[[PrivacyRequest, Mapping[str, object]], str] | None = None
 
     def check_privacy(self, privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
         """Check the privacy parameters against the mechanism before any data are read.
@@ -110,6 +111,18 @@ class MechanismSpec:
             raise ValueError(f"method={self.name!r} is pure DP: delta must be 0")
         if self.needs_delta and delta == 0:
             raise ValueError(f"method={self.name!r} needs delta > 0")
+
+    def notion(self, privacy: PrivacyRequest, options: Mapping[str, object]) -> str:
+        """The notion a call reports (``"pure"``, ``"approx"`` or ``"zcdp"``), from its public inputs.
+
+        Known before any data are read, so that a
+        :class:`~dpstats.budget.PrivacyBudget` can refuse the call first. A
+        mechanism whose notion depends on its options (gradient descent's
+        ``variant``) supplies ``request_notion``; otherwise delta decides.
+        """
+        if self.request_notion is not None:
+            return self.request_notion(privacy, options)
+        return "approx" if privacy.delta > 0 else "pure"
 
     def check_options(self, options: Mapping[str, object]) -> dict[str, object]:
         """Merge user options over the defaults; unknown names are an error."""

@@ -104,7 +104,8 @@
 }
 
 .dp_fit <- function(estimator, call, formula, data, eps, bounds, levels, method, delta,
-                    random_state, missing, options, tau = NULL) {
+                    random_state, missing, options, tau = NULL, budget = NULL) {
+  .check_budget(budget)
   if (is.character(formula) && length(formula) == 1L) formula <- as.formula(formula, env = parent.frame(2L))
   if (!inherits(formula, "formula")) stop("formula must be a formula such as y ~ x", call. = FALSE)
   if (!is.data.frame(data)) stop("data must be a data frame", call. = FALSE)
@@ -116,6 +117,11 @@
   }
   bounds <- .check_bounds(bounds)
   levels <- .check_levels(levels)
+  if (!is.null(budget)) {  # refused before any column is read or sent
+    first <- .interop()$check_budget_first(budget$state, estimator, eps, delta, method,
+                                           if (length(options)) options else NULL)
+    if (!isTRUE(first$ok)) stop("dpstats: ", first$message, call. = FALSE)
+  }
   env <- environment(formula)
   if (is.null(env)) env <- parent.frame(2L)
   data <- as.data.frame(data, stringsAsFactors = FALSE, optional = TRUE)
@@ -145,10 +151,16 @@
     bounds = if (length(bounds_py)) bounds_py else NULL,
     levels = if (length(levels_py)) levels_py else NULL,
     method = method, delta = delta, random_state = random_state, missing = missing,
-    options = if (length(options)) options else NULL, tau = tau, nrow = nrow(data)
+    options = if (length(options)) options else NULL, tau = tau, nrow = nrow(data),
+    budget = if (is.null(budget)) NULL else budget$state,
+    ledger_formula = paste(deparse(formula, width.cutoff = 500L), collapse = " ")
   )
+  if (!is.null(out$budget)) .update_budget(budget, out$budget)  # the release happened: it has spent
   if (!isTRUE(out$ok)) {
     stop("dpstats: ", .r_message(out$message, tr), call. = FALSE)
+  }
+  if (!is.null(out$result$fits)) {
+    return(.new_quantile_fits(out$result, tr, .public_call(call), formula, bounds, levels))
   }
   .new_fit(out$result, tr, .public_call(call), formula, bounds, levels, estimator, tau)
 }
@@ -179,9 +191,12 @@
 #'   make the call fail: a missing or non-finite number becomes the midpoint of its bounds, an undeclared
 #'   or missing level the first declared level) or "raise" (for the data curator only: its error
 #'   describes confidential data).
+#' @param budget \code{NULL} or a budget from \code{\link{dp_budget}}: the fit is charged to it, and refused
+#'   before any data are sent to Python if it could overspend it.
 #' @param ... the mechanism's hyperparameters, and \code{se_share}: the part of eps spent on standard
 #'   errors (NULL for the mechanism's default, 0 for none: then they are NaN).
-#' @return an object of class \code{\link{dpstats_fit}} holding plain R values only.
+#' @return an object of class \code{\link{dpstats_fit}} holding plain R values only; from
+#'   \code{dp_quantreg} with several \code{tau}, a \code{\link{dpstats_quantile_fits}} (one fit per quantile).
 #' @examples
 #' \dontrun{
 #' data(engel, package = "quantreg")
@@ -191,19 +206,20 @@
 #' }
 #' @export
 dp_ols <- function(formula, data, eps, bounds = list(), levels = list(), method = "auto", delta = 0,
-                   random_state = NULL, missing = c("impute", "raise"), ...) {
+                   random_state = NULL, missing = c("impute", "raise"), budget = NULL, ...) {
   .dp_fit("ols", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
-          match.arg(missing), list(...))
+          match.arg(missing), list(...), budget = budget)
 }
 
 #' @rdname dp_ols
-#' @param tau the quantile(s) of \code{dp_quantreg}, in (0, 1); several quantiles share eps.
+#' @param tau the quantile(s) of \code{dp_quantreg}, in (0, 1); several quantiles share eps (equal parts)
+#'   and are charged to a budget once.
 #' @export
 dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels = list(), method = "auto",
-                        delta = 0, random_state = NULL, missing = c("impute", "raise"), ...) {
+                        delta = 0, random_state = NULL, missing = c("impute", "raise"), budget = NULL, ...) {
   if (!is.numeric(tau) || length(tau) < 1L || any(!is.finite(tau))) stop("tau must be numbers in (0, 1)", call. = FALSE)
   .dp_fit("quantreg", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
-          match.arg(missing), list(...), tau = as.list(as.numeric(tau)))
+          match.arg(missing), list(...), tau = as.list(as.numeric(tau)), budget = budget)
 }
 
 # --- from Python's builtins to plain R values ---------------------------------

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ..base import MechanismSpec
-from .mechanism import DEFAULTS, check_request, fit
+from .mechanism import DEFAULTS, check_request, fit, request_notion
 
 SPEC = MechanismSpec(
     name="gradient",
@@ -19,4 +19,5 @@ SPEC = MechanismSpec(
     options=DEFAULTS,
     fit=fit,
     check_request=check_request,
+    request_notion=request_notion,
 )

@@ -70,7 +70,7 @@ import numpy as np
 from ... import noise
 from ...design import CenteredUnitScale, Design, place_coefficients
 from ...noise import gaussian_mechanism, laplace_mechanism
-from ...privacy import DEFAULT_REPORT_DELTA, PrivacySpent, approx_to_zcdp_rho, zcdp_to_approx_eps
+from ...privacy import DEFAULT_REPORT_DELTA, PrivacySpent, approx_to_zcdp_rho, zcdp_reported
 from ...uncertainty import infinite_cov, replicate_covariance
 from ..base import PrivacyRequest, Release
 from . import inference
@@ -153,6 +153,11 @@ def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> Non
         )
     if variant == "approx" and delta == 0:
         raise ValueError("method='gradient' with variant='approx' needs delta > 0")
+
+
+def request_notion(privacy: PrivacyRequest, options: Mapping[str, object]) -> str:
+    """The notion a call reports: its variant's ("pure", "approx" or "zcdp"), known before any data are read."""
+    return str(check_options(options)["variant"])
 
 
 # --------------------------------------------------------------------------
@@ -241,11 +246,10 @@ def zcdp_spent(privacy: PrivacyRequest, T: int, share: float = 0.0) -> PrivacySp
             "gives at most the eps passed at the delta passed; the split lists rho"
         )
         return PrivacySpent("zcdp", privacy.eps, privacy.delta, rho, _split(split, rho, share), caveats=(caveat,))
-    report_delta = privacy.delta if privacy.delta > 0 else DEFAULT_REPORT_DELTA
     caveats = [f"the call is rho-zCDP with rho = {privacy.rho:.6g}; the eps shown is implied at delta"]
     if privacy.delta == 0:
         caveats.append(f"implied (eps, delta) shown at the default delta = {DEFAULT_REPORT_DELTA:g} (none given)")
-    eps = zcdp_to_approx_eps(privacy.rho, report_delta)
+    eps, report_delta = zcdp_reported(privacy.rho, privacy.delta)
     split_parts = _split(split, privacy.rho, share)
     return PrivacySpent("zcdp", eps, report_delta, privacy.rho, split_parts, caveats=tuple(caveats))
 
