@@ -26,9 +26,12 @@ mean absolute deviation of the slopes from the non-private ones (``dev``), the
 same in units of the non-private standard errors (``rel``: the paper's
 C(68)/sigma), the failure rate and the time per fit.
 
-    python benchmarks/calibrate_error_model.py [--datasets 24] [--jobs 2] [--quick]
+    python benchmarks/calibrate_error_model.py [--datasets 24] [--jobs 2] [--quick] [--only LABEL ...]
 
 ``--quick`` runs a small grid (for checking the script, not for the table).
+``--only`` re-runs the cells of the named candidates (after a change to their
+mechanism) and replaces them in the table; a cell's seed is its index in the
+full grid, so they are the cells a full run would write.
 """
 
 from __future__ import annotations
@@ -124,6 +127,7 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=24)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", nargs="+", metavar="LABEL", choices=[c.label for c in CANDIDATES])
     args = parser.parse_args()
     ns, epsilons, dims = ((100, 1000), (1.0,), (1, 3)) if args.quick else (NS, EPSILONS, DIMENSIONS)
     tasks = []
@@ -136,6 +140,8 @@ def main() -> None:
                     continue
                 for eps in epsilons:
                     tasks.append((candidate, n, eps, d, args.datasets, len(tasks)))
+    if args.only:
+        tasks = [task for task in tasks if task[0].label in args.only]
     start = time.perf_counter()
     cells = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -151,6 +157,9 @@ def main() -> None:
     if args.quick:
         print(f"quick run: {len(cells)} cells in {time.perf_counter() - start:.0f} s (table not written)")
         return
+    if args.only:
+        kept = json.loads(TABLE.read_text())["cells"]
+        cells = [cell for cell in kept if cell["candidate"] not in args.only] + cells
     TABLE.write_text(json.dumps({"seed": SEED, "datasets": args.datasets, "cells": cells}, indent=1) + "\n")
     print(f"{len(cells)} cells in {time.perf_counter() - start:.0f} s -> {TABLE}")
 
