@@ -59,9 +59,25 @@ def test_structural_zeros_are_not_released_and_the_corner_is_n() -> None:
     released = set(zip(layout.rows.tolist(), layout.cols.tolist(), strict=True))
     assert (1, 2) not in released  # the two dummies of one term are never 1 together
     assert (0, 0) not in released and (4, 4) not in released  # n is public; (v, v) is not needed
-    assert {(0, 1), (1, 1), (1, 3), (3, 3), (0, 4), (1, 4)} <= released
+    assert (1, 1) not in released and (2, 2) not in released  # a dummy's square is itself: its count
+    assert {(0, 1), (1, 3), (3, 3), (0, 4), (1, 4)} <= released
     wtw, wtv = layout.matrices(np.arange(1.0, layout.rows.size + 1), n=7)
     assert wtw[0, 0] == 7 and wtw[1, 2] == wtw[2, 1] == 0 and wtv.shape == (4,)
+    assert wtw[1, 1] == wtw[0, 1] and wtw[2, 2] == wtw[0, 2]  # filled in from the one release of the count
+
+
+def test_noise_map_is_the_noise_of_the_released_matrix() -> None:
+    """Deterministic: E theta = G e for the symmetric E with tied diagonals that noisy_refits draws."""
+    layout = Layout.of(4, ((0, 1), (3,)))  # a block of two dummies, a continuous column, a block of one
+    rng = np.random.default_rng(0)
+    coef = rng.normal(size=5)
+    inside = layout.cols < 5
+    e = rng.normal(size=int(inside.sum()))
+    E = np.zeros((5, 5))
+    E[layout.rows[inside], layout.cols[inside]] = e
+    E[layout.cols[inside], layout.rows[inside]] = e
+    E[layout.tied, layout.tied] = E[0, layout.tied]
+    np.testing.assert_allclose(layout.noise_map(coef) @ e, E @ coef, rtol=1e-12)
 
 
 LEVEL_ROWS = np.vstack([np.zeros(3), np.eye(3)])

@@ -263,14 +263,13 @@ def structured_uncertainty(
     with np.errstate(all="ignore"):
         if not all(np.all(np.isfinite(a)) for a in (released.meat.meat, wtw, coef_unit)):
             return infinite_cov(p), None
-        mask = structured.released_mask(layout)
-        privacy_cov = structured.privacy_covariance(coef_unit, wtw, mask, noise_scale)
+        privacy_cov = structured.privacy_covariance(coef_unit, wtw, layout, noise_scale)
         s_xx = wtw[1:, 1:] - np.outer(wtw[0, 1:], wtw[0, 1:]) / n
         cov_unit = centered_covariance(released, s_xx, n, privacy_cov)
         if not np.all(np.isfinite(cov_unit)):
             return infinite_cov(p), None
         draws = _normal_draws(rng, coef_unit, cov_unit, REPLICATES)
-        refits = structured.noisy_refits(rng, wtw, draws, mask, noise_scale)
+        refits = structured.noisy_refits(rng, wtw, draws, layout, noise_scale)
         return _finish((refits @ jacobian.T + offset)[:, order])
 
 

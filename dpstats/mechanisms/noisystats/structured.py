@@ -13,6 +13,10 @@ the entries of the upper triangle of ``Z'Z`` with ``Z = [1, u, v]`` except
 * ``(v, v)``, which the fit does not need;
 * the pairs of two different columns of one block, which are 0 for every row
   (structural zeros: no row has two dummies of one term);
+* the diagonal entry of a dummy, which equals its (1, k) entry, the level's
+  count (a dummy's square is itself): it is filled in from that one release,
+  so the counts are released once and the matrix stays consistent (two
+  independent noises on one count pull the solve apart as the levels grow);
 
 in one Laplace release at the point's budget. They are ``W'W`` (with
 ``W = [1, u]``; its first row holds the sums ``sum u`` and the counts of the
@@ -23,15 +27,16 @@ contribution to a released entry (j, k) is ``z_j z_k``: bilinear, so the L1
 change ``sum |b_j b_k - a_j a_k|`` over the released entries is convex in each
 continuous coordinate of the rows a, b and is largest at a corner of the box,
 where every coordinate is 0 or 1. There, with A and B the sets of columns
-(other than the intercept) equal to 1 in a and in b, an entry moves by exactly 1
-when it is in one of ``A x A`` and ``B x B`` but not both ((1, k) entries: when
-k is in one of A and B). A block contributes at most one column to each set,
+(other than the intercept) equal to 1 in a and in b, a released entry moves by
+exactly 1 when it is in one of ``A x A`` and ``B x B`` but not both ((1, k)
+entries: when k is in one of A and B). A block contributes at most one column to each set,
 so the count depends only on how many continuous columns, blocks and the
 response are in A only, B only or both (a block can also hold different
 columns in A and B), and its largest value, enumerated exactly over those
 counts, is the L1 sensitivity. It does not grow with the number of levels: one
-factor and one regressor give 10 whatever the levels, against 3 p(p + 1)/2 + 3p
-spread over the centred releases. It is attained by rows at those corners.
+factor and one regressor give 8 whatever the levels (10 if the dummies'
+diagonals were released too), against 3 p(p + 1)/2 + 3p spread over the
+centred releases. It is attained by rows at those corners.
 
 Failure (the paper's output ⊥) is a noisy ``W'W`` that is not positive definite.
 """
@@ -51,11 +56,15 @@ NAME = "W'W, W'y"
 
 @dataclass(frozen=True)
 class Layout:
-    """Which entries of the upper triangle of ``Z'Z`` (Z = [1, u, v], p slope columns) are released."""
+    """Which entries of the upper triangle of ``Z'Z`` (Z = [1, u, v], p slope columns) are released.
+
+    ``tied`` holds the dummies' columns of ``W'W``, whose diagonal is their (1, k) entry.
+    """
 
     p: int
     rows: np.ndarray
     cols: np.ndarray
+    tied: np.ndarray
 
     @classmethod
     def of(cls, p: int, blocks: tuple[tuple[int, ...], ...]) -> Layout:
@@ -65,10 +74,10 @@ class Layout:
         rows, cols = np.triu_indices(size)
         keep = []
         for j, k in zip(rows, cols, strict=True):
-            structural = j != k and j in block_of and block_of[j] == block_of.get(k)
+            structural = j in block_of and block_of[j] == block_of.get(k)  # a zero, or a dummy's diagonal
             keep.append(not ((j == 0 and k == 0) or (j == k == size - 1) or structural))
         mask = np.array(keep)
-        return cls(p, rows[mask], cols[mask])
+        return cls(p, rows[mask], cols[mask], np.array(sorted(block_of), dtype=np.intp))
 
     def values(self, U: np.ndarray, v: np.ndarray) -> np.ndarray:
         """The released entries' exact values."""
@@ -82,7 +91,22 @@ class Layout:
         full[self.rows, self.cols] = values
         full[self.cols, self.rows] = values
         full[0, 0] = n
+        full[self.tied, self.tied] = full[0, self.tied]
         return full[:-1, :-1], full[:-1, -1]
+
+    def noise_map(self, coef: np.ndarray) -> np.ndarray:
+        """G with ``E theta = G e`` for the noise e of the released ``W'W`` entries (E symmetric, tied diagonals)."""
+        inside = np.flatnonzero(self.cols < self.p + 1)
+        rows, cols = self.rows[inside], self.cols[inside]
+        G = np.zeros((self.p + 1, inside.size))
+        entry = np.arange(inside.size)
+        np.add.at(G, (rows, entry), coef[cols])
+        off = rows != cols
+        np.add.at(G, (cols[off], entry[off]), coef[rows[off]])
+        first = {int(k): r for r, k in zip(entry, cols, strict=True) if rows[r] == 0}
+        for j in self.tied:
+            G[j, first[int(j)]] += coef[j]
+        return G
 
 
 def _pairs(k: int) -> int:
@@ -115,7 +139,9 @@ def structured_sensitivity(continuous: int, block_sizes: tuple[int, ...]) -> int
                                 b = n_b + n_ab + f_b + f_ab + f_d + v_b
                                 both = n_ab + f_ab + v_a * v_b
                                 # pairs in exactly one of A x A and B x B, without the unreleased (v, v)
+                                # and the dummies' diagonals (tied to their (1, k) entries)
                                 pairs = _pairs(a) + _pairs(b) - 2 * _pairs(both) - v_a - v_b + 2 * v_a * v_b
+                                pairs -= f_a + f_b + 2 * f_d
                                 best = max(best, a + b - 2 * both + pairs)
     return best
 
@@ -133,45 +159,35 @@ def release(
     return wtw, wtv, layout, sensitivity / eps
 
 
-def released_mask(layout: Layout) -> np.ndarray:
-    """The symmetric mask of the released entries of ``W'W`` (the intercept's corner and structural zeros out)."""
-    size = layout.p + 1
-    mask = np.zeros((size, size), dtype=bool)
-    inside = layout.cols < size
-    mask[layout.rows[inside], layout.cols[inside]] = True
-    return mask | mask.T
-
-
-def privacy_covariance(coef: np.ndarray, wtw: np.ndarray, mask: np.ndarray, scale: float) -> np.ndarray:
+def privacy_covariance(coef: np.ndarray, wtw: np.ndarray, layout: Layout, scale: float) -> np.ndarray:
     """Delta-method covariance of the noise in ``(W'W + E)^{-1} (W'v + e)`` (unit scale).
 
     ``theta~ - theta^ ~ A^{-1} (e - E theta)``: e iid Laplace(scale) in every
-    entry, E symmetric with iid Laplace(scale) entries where released, so
-    ``Var(E theta) = 2 scale^2 (diag(M theta^2) + (M - diag M) * theta theta')``
-    with M the mask (each released entry enters row j and, off the diagonal,
-    row k).
+    entry of ``W'v``, and ``E theta = G e'`` with e' the iid Laplace(scale)
+    noise of the released ``W'W`` entries (:meth:`Layout.noise_map`), so
+    ``Var = A^{-1} 2 scale^2 (I + G G') A^{-1}``.
     """
-    M = mask.astype(float)
-    off = M - np.diag(np.diag(M))
-    middle = 2.0 * scale**2 * (np.eye(coef.size) + np.diag(M @ coef**2) + off * np.outer(coef, coef))
+    G = layout.noise_map(coef)
+    middle = 2.0 * scale**2 * (np.eye(coef.size) + G @ G.T)
     inverse = np.linalg.inv(wtw)
     return inverse @ middle @ inverse.T
 
 
 def noisy_refits(
-    rng: np.random.Generator, wtw: np.ndarray, targets: np.ndarray, mask: np.ndarray, scale: float
+    rng: np.random.Generator, wtw: np.ndarray, targets: np.ndarray, layout: Layout, scale: float
 ) -> np.ndarray:
-    """Refits ``(A + E*)^{-1} (A theta* + e*)`` for each row theta* of ``targets``, noise where released.
+    """Refits ``(A + E*)^{-1} (A theta* + e*)`` for each row theta* of ``targets``, noise as released.
 
     NaN where ``A + E*`` is not positive definite (the mechanism's failure).
     """
     size, p = targets.shape
-    upper = np.triu(mask)
-    rows, cols = np.nonzero(upper)
+    inside = layout.cols < p
+    rows, cols = layout.rows[inside], layout.cols[inside]
     E = np.zeros((size, p, p))
     draws = noise.laplace(rng, scale, (size, rows.size))
     E[:, rows, cols] = draws
     E[:, cols, rows] = draws
+    E[:, layout.tied, layout.tied] = E[:, 0, layout.tied]
     S = wtw + E
     rhs = targets @ wtw + noise.laplace(rng, scale, (size, p))
     definite = np.linalg.eigvalsh(S)[:, 0] > 0
