@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from vignette_runner import BASE_ENV, VIGNETTES, blocks, outputs, r_environment, run_python, run_r
+from vignette_runner import BASE_ENV, ROOT, VIGNETTES, blocks, outputs, r_environment, run_python, run_r
 
 pytest.importorskip("matplotlib")
 TEXT_SUFFIXES = {".txt", ".md", ".tex", ".csv", ".html"}
@@ -37,6 +37,8 @@ def _r_missing() -> str | None:
     rscript = shutil.which("Rscript")
     if rscript is None:
         return "R (Rscript)"
+    if not (ROOT / "r_bridge" / "lib" / "dpstats").is_dir():
+        return "the R package in r_bridge/lib"
     check = f"quit(status = !all(sapply(c({', '.join(map(repr, R_PACKAGES))}), requireNamespace, quietly = TRUE)))"
     if subprocess.run([rscript, "-e", check], env=BASE_ENV, capture_output=True, check=False).returncode != 0:
         return f"one of R's packages {', '.join(R_PACKAGES)}"
