@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from vignette_runner import BASE_ENV, ROOT, VIGNETTES, blocks, outputs, r_environment, run_python, run_r
+from vignette_runner import BASE_ENV, OUTPUT_DIRS, ROOT, VIGNETTES, blocks, outputs, r_environment, run_python, run_r
 
 pytest.importorskip("matplotlib")
 TEXT_SUFFIXES = {".txt", ".md", ".tex", ".csv", ".html"}
@@ -76,6 +76,8 @@ def test_vignette_runs_and_writes_its_checked_in_outputs(path: Path, tmp_path: P
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     capsys.readouterr()
 
+    stray = sorted(p.name for p in tmp_path.iterdir() if p.name not in OUTPUT_DIRS)
+    assert not stray, f"{path.name} left files outside tables/ and figures/: {stray}"
     prefix = path.name[:2]
     produced = outputs(tmp_path, prefix)
     checked_in = outputs(path.parent, prefix)

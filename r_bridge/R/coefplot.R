@@ -64,7 +64,7 @@ dpstats_coefplot <- function(fits, level = 0.95, drop = "(Intercept)", rename = 
   values <- c(values[is.finite(values)], 0)
   legend_rows <- ceiling(k / 2)
   old <- graphics::par(mar = c(4.5 + legend_rows, 1.5 + 0.6 * max(nchar(shown)), if (nzchar(main)) 3 else 1, 1))
-  on.exit(graphics::par(old), add = TRUE)
+  on.exit(graphics::par(old), add = TRUE, after = FALSE)  # before dev.off(): par() on no device opens Rplots.pdf
   graphics::plot.new()
   graphics::plot.window(xlim = range(values), ylim = c(length(terms) + 0.5, 0.5))
   graphics::abline(v = 0, lty = 2, col = "grey50")
