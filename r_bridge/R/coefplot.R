@@ -10,7 +10,7 @@
 #' released values: it needs neither Python nor the data.
 #'
 #' @param fits a \code{dpstats_fit}, or a list of them (named: the names label them in
-#'   the legend); an element may itself be a list of fits (several quantiles).
+#'   the legend); an element may itself be a list of fits, or several quantiles' fits from one \code{dp_quantreg} call.
 #' @param level the intervals' confidence level.
 #' @param drop terms not to draw (the intercept by default: its scale is another).
 #' @param rename a named list or vector, term = label.
@@ -40,8 +40,10 @@ dpstats_coefplot <- function(fits, level = 0.95, drop = "(Intercept)", rename = 
       est <- if (identical(fl[[j]]$estimator, "quantreg")) sprintf("Quantile (q = %g)", fl[[j]]$tau[[1L]]) else "OLS"
       sprintf("(%d) %s", j, est)
     }, "")
-  } else {
-    flat$labels
+  } else {  # a label shared by several quantiles' fits gets each one's q
+    shared <- flat$labels %in% flat$labels[duplicated(flat$labels)]
+    q <- vapply(fl, function(f) if (identical(f$estimator, "quantreg")) sprintf(" (q = %g)", f$tau[[1L]]) else "", "")
+    ifelse(shared, paste0(flat$labels, q), flat$labels)
   }
   drawn <- do.call(rbind, lapply(seq_along(fl), function(j) {
     f <- fl[[j]]
@@ -61,8 +63,8 @@ dpstats_coefplot <- function(fits, level = 0.95, drop = "(Intercept)", rename = 
   values <- unlist(drawn[c("estimate", "lower", "upper")])
   values <- c(values[is.finite(values)], 0)
   legend_rows <- ceiling(k / 2)
-  old <- graphics::par(mar = c(4.5 + legend_rows, 1 + 0.5 * max(nchar(shown)), if (nzchar(main)) 3 else 1, 1))
-  on.exit(graphics::par(old), add = TRUE)
+  old <- graphics::par(mar = c(4.5 + legend_rows, 1.5 + 0.6 * max(nchar(shown)), if (nzchar(main)) 3 else 1, 1))
+  on.exit(graphics::par(old), add = TRUE, after = FALSE)  # before dev.off(): par() on no device opens Rplots.pdf
   graphics::plot.new()
   graphics::plot.window(xlim = range(values), ylim = c(length(terms) + 0.5, 0.5))
   graphics::abline(v = 0, lty = 2, col = "grey50")

@@ -2,10 +2,12 @@
 # dpstats.table (one source of truth): the fits' released values go to Python
 # as plain lists and the rendered table comes back as a string.
 
-# The fits of `fits` in order, with their labels: a fit, or a list of fits and of
-# lists of fits (several quantiles), optionally named (the names label the columns).
+# The fits of `fits` in order, with their labels: a fit, several quantiles' fits
+# (dp_quantreg with several tau), or a list of fits, of such objects and of lists of
+# fits, optionally named (the names label the columns).
 .flatten_fits <- function(fits) {
   if (inherits(fits, "dpstats_fit")) return(list(fits = list(fits), labels = NULL))
+  if (inherits(fits, "dpstats_quantile_fits")) return(list(fits = unname(fits$fits), labels = NULL))
   if (!is.list(fits) || !length(fits)) stop("fits must be a dpstats_fit or a non-empty list of them", call. = FALSE)
   out <- list()
   labels <- character()
@@ -14,6 +16,8 @@
     f <- fits[[i]]
     inner <- if (inherits(f, "dpstats_fit")) {
       list(f)
+    } else if (inherits(f, "dpstats_quantile_fits")) {
+      unname(f$fits)
     } else if (is.list(f) && length(f) && all(vapply(f, inherits, NA, what = "dpstats_fit"))) {
       unname(f)
     } else {
@@ -68,7 +72,7 @@
 #' are sent to Python; nothing else is.
 #'
 #' @param fits a \code{dpstats_fit}, or a list of them (named: the names label the
-#'   columns); an element may itself be a list of fits (several quantiles).
+#'   columns); an element may itself be a list of fits, or several quantiles' fits from one \code{dp_quantreg} call.
 #' @param format "latex" (a booktabs table: \code{\\usepackage{booktabs}}), "markdown", "html" or "text".
 #' @param rename a named list or vector, term = label.
 #' @param order terms (or their labels) to show first, in this order.

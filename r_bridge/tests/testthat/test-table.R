@@ -120,3 +120,25 @@ test_that("dpstats_coefplot draws coef() and confint() with base graphics, and w
   expect_identical(readBin(png, "raw", 8L), as.raw(c(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)))
   expect_gt(file.size(png), 10000)
 })
+
+test_that("several quantiles from one dp_quantreg call make one column each, alone or in a list", {
+  skip_if_no_dpstats()
+  skip_if_not_installed("quantreg")
+  data("engel", package = "quantreg", envir = environment())
+  b <- list(income = c(0, 5000), foodexp = c(0, 2500))
+  qs <- dp_quantreg(foodexp ~ income, data = engel, tau = c(0.25, 0.75), eps = 2, bounds = b, random_state = 4)
+  ols <- dp_ols(foodexp ~ income, data = engel, eps = 1, bounds = b, random_state = 5)
+  alone <- dpstats_table(qs, format = "text")
+  expect_identical(unclass(alone), unclass(dpstats_table(unname(qs$fits), format = "text")))
+  expect_true(grepl("q = 0.25", alone, fixed = TRUE) && grepl("q = 0.75", alone, fixed = TRUE))
+  mixed <- dpstats_table(list(OLS = ols, Quantiles = qs), format = "markdown")
+  expect_identical(
+    unclass(mixed),
+    unclass(dpstats_table(list(OLS = ols, Quantiles = unname(qs$fits)), format = "markdown"))
+  )
+  grDevices::pdf(NULL)
+  drawn <- dpstats_coefplot(list(OLS = ols, Quantiles = qs))
+  grDevices::dev.off()
+  expect_equal(drawn$estimate, unname(c(coef(ols)["income"], coef(qs)["income", ])))
+  expect_identical(drawn$label, c("OLS", "Quantiles (q = 0.25)", "Quantiles (q = 0.75)"))  # each its own q
+})
