@@ -418,7 +418,7 @@ def test_fit_from_r_returns_builtins_only() -> None:
 def test_fit_from_r_reports_errors_as_values() -> None:
     columns = _columns(y=("double", [1.0, 2.0, 3.0], [False, True, False]), x=("integer", [1, 2, 3], [False] * 3))
     out = r_interop.fit_from_r("ols", "y ~ x", columns, 1.0, bounds={"y": [0, 5], "x": [0, 5]}, missing="raise")
-    assert out == {"ok": False, "error": "ValueError", "message": out["message"]}
+    assert out == {"ok": False, "error": "ValueError", "message": out["message"], "refused": False}
     assert "'y' has a missing" in out["message"] and "curator" in out["message"]
     assert r_interop.fit_from_r("ols", "y ~ x", columns, 1.0, bounds={"y": [0, 5], "x": [0, 5]})["ok"]
     out = r_interop.fit_from_r("quantreg", "y ~ x", columns, 1.0, tau=0.5)  # no bounds: a schema error

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from vignette_runner import BASE_ENV, OUTPUT_DIRS, ROOT, VIGNETTES, blocks, outputs, r_environment, run_python, run_r
 
+from dpstats import r_interop
+
 pytest.importorskip("matplotlib")
 TEXT_SUFFIXES = {".txt", ".md", ".tex", ".csv", ".html"}
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -43,7 +45,7 @@ def _r_missing() -> str | None:
     if subprocess.run([rscript, "-e", check], env=BASE_ENV, capture_output=True, check=False).returncode != 0:
         return f"one of R's packages {', '.join(R_PACKAGES)}"
     try:
-        import rpy2.robjects  # noqa: F401
+        r_interop.start_r()  # not a bare import: it keeps child Pythons on this libpython
     except ImportError:
         return "rpy2 (pinned in r_bridge/requirements-rpy2.txt)"
     return None
