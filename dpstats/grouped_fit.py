@@ -1,0 +1,202 @@
+"""A grouped call: each declared group's rows brought to its public size, one design, one fit per group.
+
+The privacy of it (keys, sizes, the budget per group, the proof) is in
+dpstats/grouping.py. Here: the data are mapped to groups row-wise, each group
+keeps its first m_g rows or is padded with rows of missing cells (imputed
+row-wise by the front end, dpstats/cells.py), one design is built for all
+groups at once, and every group gets the ungrouped mechanism at its size:
+NoisyStats in one vectorised batch where it applies
+(dpstats/mechanisms/noisystats/grouped.py), the other mechanisms group by
+group, on a process pool when the work is large. Each group's generator is
+spawned from the call's (``Generator.spawn``), so the results do not depend
+on the pool or the number of workers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from .design import Design
+from .formula import build_design
+from .grouped_results import DPGroupedResults
+from .grouping import GroupDeclaration, group_budget, group_codes, layout, target_sizes
+from .mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
+from .mechanisms.base import Release
+from .mechanisms.noisystats import grouped as noisystats_grouped
+from .metadata import check_bounds
+from .noise import RandomState, make_rng
+from .planning.facts import PublicFacts
+from .planning.selection import choose
+from .results import DPRegressionResults
+
+#: From this many rows (over all groups) the group-by-group fits run on a process pool by default.
+POOL_ROWS = 500_000
+#: From this many groups a progress bar shows (tqdm, where installed).
+PROGRESS_GROUPS = 2_000
+
+
+def fit_by_group(
+    estimator: str,
+    formula: str,
+    data: pd.DataFrame,
+    declaration: GroupDeclaration,
+    *,
+    spec: MechanismSpec | None,
+    hyper: Mapping[str, object],
+    privacy: PrivacyRequest,
+    notion: str,
+    need_bounds: bool,
+    bounds: Mapping[str, Sequence[float]] | None,
+    levels: Mapping[str, Sequence] | None,
+    random_state: RandomState,
+    n_jobs: int | None,
+    q: float | None = None,
+) -> DPGroupedResults:
+    """One release per declared group (module docstring); public inputs were checked by the caller."""
+    budget = group_budget(privacy, declaration, notion)
+    count_rng, fit_rng = make_rng(random_state).spawn(2)
+    frame = pd.DataFrame(data)
+    if declaration.by not in frame.columns:
+        raise ValueError(f"by={declaration.by!r} is not a column of the data")
+    codes = group_codes(frame[declaration.by], declaration.keys)
+    sizes = target_sizes(declaration, codes, budget.count_eps, count_rng)
+    kept, pads = layout(codes, sizes)
+    design, formula_spec = build_design(
+        formula, _padded(frame, kept, codes, pads), bounds, levels, need_bounds=need_bounds, missing="impute"
+    )
+    request, reason = budget.request, None
+    if spec is None:
+        facts = replace(PublicFacts.of(design, request.eps, request.delta, estimator), n=int(sizes.min()))
+        choice = choose(facts)
+        spec, reason = get_mechanism(choice.method, estimator), choice.reason
+        hyper = spec.check_options(choice.options)
+        spec.check_privacy(request, hyper)
+    spec.check_design(design)
+    quantile = {} if q is None else {"q": q}
+    if spec.name == "noisystats" and noisystats_grouped.supports(design, request):
+        releases = noisystats_grouped.fit_groups(design, sizes, request, fit_rng)
+    else:
+        releases = _group_by_group(spec, estimator, design, sizes, request, fit_rng, {**hyper, **quantile}, n_jobs)
+    declared = check_bounds(bounds)
+    fits = tuple(
+        DPRegressionResults.from_release(
+            release,
+            estimator=estimator,
+            spec=formula_spec,
+            y_name=design.y_name,
+            method=spec.name,
+            method_title=spec.title,
+            citation=spec.citation,
+            nobs=int(size),
+            declared_bounds=declared,
+            hyperparameters=hyper,
+            method_reason=reason,
+        )
+        for release, size in zip(releases, sizes, strict=True)
+    )
+    return DPGroupedResults(
+        by=declaration.by,
+        keys=declaration.keys,
+        fits=fits,
+        privacy=budget.spent,
+        public_sizes=declaration.public_sizes,
+    )
+
+
+def _padded(frame: pd.DataFrame, kept: np.ndarray, codes: np.ndarray, pads: np.ndarray) -> pd.DataFrame:
+    """The kept rows and each group's pad rows (missing cells), group by group."""
+    rows = frame.iloc[kept].reset_index(drop=True)
+    total = int(pads.sum())
+    if total == 0:
+        return rows
+    filler = pd.DataFrame({name: np.full(total, np.nan) for name in frame.columns})
+    all_codes = np.concatenate([codes[kept], np.repeat(np.arange(pads.size), pads)])
+    order = np.argsort(all_codes, kind="stable")  # within a group: its kept rows, then its pads
+    return pd.concat([rows, filler], ignore_index=True).iloc[order].reset_index(drop=True)
+
+
+def _slice(design: Design, start: int, stop: int) -> Design:
+    """One group's rows of the design (public metadata unchanged)."""
+    variables = design.variables
+    if variables is not None:
+        variables = replace(variables, frame=variables.frame.iloc[start:stop])
+    return replace(design, y=design.y[start:stop], X=design.X[start:stop], variables=variables)
+
+
+def _fit_chunk(
+    method: str,
+    estimator: str,
+    designs: list[Design],
+    request: PrivacyRequest,
+    rngs: list[np.random.Generator],
+    options: Mapping[str, object],
+) -> list[Release]:
+    """Fit a chunk of groups (runs in a worker process)."""
+    fit = get_mechanism(method, estimator).fit
+    return [fit(d, request, rng, **options) for d, rng in zip(designs, rngs, strict=True)]
+
+
+def _group_by_group(
+    spec: MechanismSpec,
+    estimator: str,
+    design: Design,
+    sizes: np.ndarray,
+    request: PrivacyRequest,
+    rng: np.random.Generator,
+    options: Mapping[str, object],
+    n_jobs: int | None,
+) -> list[Release]:
+    """The mechanism on each group's slice, with its own spawned generator; a pool when the work is large."""
+    ends = np.cumsum(sizes)
+    designs = [_slice(design, int(e - s), int(e)) for s, e in zip(sizes, ends, strict=True)]
+    rngs = rng.spawn(len(designs))
+    workers = (os.cpu_count() or 1) if n_jobs is None and design.n >= POOL_ROWS else (n_jobs or 1)
+    if design.variables is not None:  # its public encode map need not pickle
+        workers = 1
+    progress = _progress(len(designs))
+    if workers <= 1:
+        releases = []
+        for d, r in zip(designs, rngs, strict=True):
+            releases.append(spec.fit(d, request, r, **options))
+            progress.update(1)
+        progress.close()
+        return releases
+    chunk = max(1, len(designs) // (8 * workers))
+    starts = range(0, len(designs), chunk)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [
+            pool.submit(_fit_chunk, spec.name, estimator, designs[i : i + chunk], request, rngs[i : i + chunk], options)
+            for i in starts
+        ]
+        releases = []
+        for future in futures:
+            part = future.result()
+            releases.extend(part)
+            progress.update(len(part))
+    progress.close()
+    return releases
+
+
+class _NoProgress:
+    def update(self, n: int) -> None:
+        """Nothing to show."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def _progress(total: int) -> object:
+    """A tqdm bar for long work (where tqdm is installed), else nothing."""
+    if total < PROGRESS_GROUPS:
+        return _NoProgress()
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return _NoProgress()
+    return tqdm(total=total, desc="groups", unit="group")
