@@ -33,7 +33,6 @@ from .metadata import check_bounds
 from .noise import RandomState, make_rng
 from .planning.facts import PublicFacts
 from .planning.selection import choose
-from .results import DPRegressionResults
 
 #: From this many rows (over all groups) the group-by-group fits run on a process pool by default.
 POOL_ROWS = 500_000
@@ -80,30 +79,26 @@ def fit_by_group(
     spec.check_design(design)
     quantile = {} if q is None else {"q": q}
     if spec.name == "noisystats" and noisystats_grouped.supports(design, request):
-        releases = noisystats_grouped.fit_groups(design, sizes, request, fit_rng)
+        releases = noisystats_grouped.fit_groups(design, sizes, request, fit_rng, budget.changed_groups)
     else:
         releases = _group_by_group(spec, estimator, design, sizes, request, fit_rng, {**hyper, **quantile}, n_jobs)
-    declared = check_bounds(bounds)
-    fits = tuple(
-        DPRegressionResults.from_release(
-            release,
-            estimator=estimator,
-            spec=formula_spec,
-            y_name=design.y_name,
-            method=spec.name,
-            method_title=spec.title,
-            citation=spec.citation,
-            nobs=int(size),
-            declared_bounds=declared,
-            hyperparameters=hyper,
-            method_reason=reason,
-        )
-        for release, size in zip(releases, sizes, strict=True)
-    )
+    context = {
+        "estimator": estimator,
+        "spec": formula_spec,
+        "y_name": design.y_name,
+        "method": spec.name,
+        "method_title": spec.title,
+        "citation": spec.citation,
+        "declared_bounds": check_bounds(bounds),
+        "hyperparameters": hyper,
+        "method_reason": reason,
+    }
     return DPGroupedResults(
         by=declaration.by,
         keys=declaration.keys,
-        fits=fits,
+        releases=tuple(releases),
+        sizes=tuple(int(m) for m in sizes),
+        context=context,
         privacy=budget.spent,
         public_sizes=declaration.public_sizes,
     )
@@ -111,8 +106,10 @@ def fit_by_group(
 
 def _padded(frame: pd.DataFrame, kept: np.ndarray, codes: np.ndarray, pads: np.ndarray) -> pd.DataFrame:
     """The kept rows and each group's pad rows (missing cells), group by group."""
-    rows = frame.iloc[kept].reset_index(drop=True)
     total = int(pads.sum())
+    if total == 0 and kept.size == len(frame) and np.array_equal(kept, np.arange(kept.size)):
+        return frame  # every row kept, already group by group
+    rows = frame.iloc[kept].reset_index(drop=True)
     if total == 0:
         return rows
     filler = pd.DataFrame({name: np.full(total, np.nan) for name in frame.columns})

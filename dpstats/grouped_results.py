@@ -7,12 +7,14 @@ map needs, one line to write: ``res.tidy().to_parquet("slopes.parquet")``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
+from .mechanisms.base import Release
 from .privacy import PrivacySpent
 from .render import Summary
 from .results import DPRegressionResults
@@ -25,21 +27,34 @@ class DPGroupedResults:
 
     ``res[key]`` is one group's :class:`~dpstats.results.DPRegressionResults`
     (its ``privacy`` is what that group's mechanism spent, its ``nobs`` the
-    rows that mechanism saw: the declared size, or the released noisy size);
-    ``privacy`` is the whole call, whose eps is the eps passed.
+    rows that mechanism saw: the declared size, or the released noisy size),
+    made from that group's release when asked for (``from_release`` with the
+    call's public facts in ``context``); ``privacy`` is the whole call, whose
+    eps is the eps passed.
     """
 
     by: str
     keys: tuple
-    fits: tuple[DPRegressionResults, ...] = field(repr=False)
+    releases: tuple[Release, ...] = field(repr=False)
+    sizes: tuple[int, ...] = field(repr=False)
+    context: Mapping[str, object] = field(repr=False)
     privacy: PrivacySpent
     public_sizes: bool
 
     def __getitem__(self, key: object) -> DPRegressionResults:
         try:
-            return self.fits[self.keys.index(key)]
+            g = self.keys.index(key)
         except ValueError:
             raise KeyError(f"{key!r} is not a declared group") from None
+        return self._fit(g)
+
+    def _fit(self, g: int) -> DPRegressionResults:
+        return DPRegressionResults.from_release(self.releases[g], nobs=self.sizes[g], **self.context)
+
+    @cached_property
+    def fits(self) -> tuple[DPRegressionResults, ...]:
+        """Every group's result, in the order of the keys."""
+        return tuple(self._fit(g) for g in range(len(self.keys)))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -50,7 +65,7 @@ class DPGroupedResults:
     @property
     def term_names(self) -> list[str]:
         """The design's column names (the same in every group)."""
-        return self.fits[0].term_names
+        return list(self.context["spec"].term_names)
 
     def _index(self) -> pd.Index:
         return pd.Index(list(self.keys), name=self.by)
@@ -58,29 +73,29 @@ class DPGroupedResults:
     @property
     def params(self) -> pd.DataFrame:
         """Estimates: one row per group, one column per term (NaN where a group's mechanism failed)."""
-        return pd.DataFrame(np.stack([f._params for f in self.fits]), index=self._index(), columns=self.term_names)
+        return pd.DataFrame(np.stack([r.params for r in self.releases]), index=self._index(), columns=self.term_names)
 
     @property
     def bse(self) -> pd.DataFrame:
         """Standard errors: one row per group, one column per term."""
-        se = np.stack([np.sqrt(np.diag(f._cov)) for f in self.fits])
+        se = np.stack([np.sqrt(np.diag(r.cov)) for r in self.releases])
         return pd.DataFrame(se, index=self._index(), columns=self.term_names)
 
     @property
     def nobs(self) -> pd.Series:
         """The rows each group's mechanism saw: declared sizes, or the released noisy sizes."""
-        return pd.Series([f.nobs for f in self.fits], index=self._index(), name="nobs")
+        return pd.Series(self.sizes, index=self._index(), name="nobs")
 
     @property
     def failed(self) -> pd.Series:
         """Whether each group's release failed (its budget was still spent)."""
-        return pd.Series([f.failed for f in self.fits], index=self._index(), name="failed")
+        return pd.Series([r.failed for r in self.releases], index=self._index(), name="failed")
 
     def tidy(self, conf_level: float = 0.95) -> pd.DataFrame:
         """One row per group and term: ``<by>``, term, estimate, std.error, conf.low, conf.high."""
         alpha = check_alpha(1 - conf_level)
         params, se = self.params.to_numpy(), self.bse.to_numpy()
-        ends = [confidence_intervals(f._params, f._cov, f._replicates, alpha, f.interval) for f in self.fits]
+        ends = [confidence_intervals(r.params, r.cov, r.replicates, alpha, r.interval) for r in self.releases]
         terms = self.term_names
         return pd.DataFrame(
             {
@@ -96,7 +111,7 @@ class DPGroupedResults:
     def summary(self, alpha: float = 0.05) -> Summary:
         """The whole call: its privacy, and the estimates' spread across groups (post-processing)."""
         alpha = check_alpha(alpha)
-        first, spent = self.fits[0], self.privacy
+        first, spent = self._fit(0), self.privacy
         params, se = self.params, self.bse
         failed = int(self.failed.sum())
         sizes = "declared public" if self.public_sizes else "released (noisy counts)"

@@ -52,7 +52,7 @@ Theorem (the budget of a grouped call). Let the call's budget be
    (McSherry 2009) the call is (eps, delta)-DP, the eps reported.
 2. Sizes not public. A replaced row can leave group g and join group h: g
    loses a row and h gains one, and no other group changes. Each group
-   spends eps_g = eps / 2 (and delta / 2): ``count_share * eps_g`` on its
+   spends eps_g = eps / 2 (and delta / 2; ``CHANGED_GROUPS``): ``count_share * eps_g`` on its
    noisy size (a count: add/remove sensitivity 1, Laplace noise), the rest on
    its mechanism at that size, which by the lemma is
    ((1 - count_share) eps_g, delta / 2)-DP against adding or removing one of
@@ -81,6 +81,8 @@ from .mechanisms.base import PrivacyRequest
 from .noise import laplace_mechanism
 from .privacy import PrivacySpent, check_share
 
+#: How many groups one replace-one neighbour can change when sizes are not public (leave one, join another).
+CHANGED_GROUPS = 2
 #: Part of each group's eps spent on its noisy size when sizes are not public.
 DEFAULT_COUNT_SHARE = 0.1
 PUBLIC_SIZES = (
@@ -162,14 +164,21 @@ def group_codes(column: pd.Series, keys: tuple) -> np.ndarray:
 
 def _integer_codes(values: np.ndarray, keys: tuple) -> np.ndarray:
     """Vectorised :func:`_integer_code` for a numeric column."""
-    order = np.argsort(keys)
-    sorted_keys = np.asarray(keys, dtype=np.int64)[order]
+    key_array = np.asarray(keys, dtype=np.int64)
     if values.dtype.kind == "f":
         ok = np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0**62)
         ints = np.where(ok, values, 0).astype(np.int64)
     else:
         ok = np.ones(values.size, dtype=bool)
         ints = values.astype(np.int64)
+    low, span = int(key_array.min()), int(key_array.max() - key_array.min()) + 1
+    if span <= 4 * key_array.size:  # dense keys: a lookup table
+        table = np.full(span, -1, dtype=np.int64)
+        table[key_array - low] = np.arange(key_array.size)
+        inside = ok & (ints >= low) & (ints < low + span)
+        return np.where(inside, table[np.where(inside, ints - low, 0)], -1)
+    order = np.argsort(key_array)
+    sorted_keys = key_array[order]
     at = np.clip(np.searchsorted(sorted_keys, ints), 0, sorted_keys.size - 1)
     ok &= sorted_keys[at] == ints
     return np.where(ok, order[at], -1).astype(np.int64)
@@ -195,12 +204,14 @@ class GroupBudget:
 
     ``request`` is what each group's mechanism gets, ``count_eps`` what each
     group's noisy size spends (None when sizes are public), ``spent`` the whole
-    call as ``res.privacy`` reports it.
+    call as ``res.privacy`` reports it, ``changed_groups`` how many groups one
+    neighbour can change (what a release over all groups records as its claim).
     """
 
     request: PrivacyRequest
     count_eps: float | None
     spent: PrivacySpent
+    changed_groups: int
 
 
 def group_budget(privacy: PrivacyRequest, declaration: GroupDeclaration, notion: str) -> GroupBudget:
@@ -217,16 +228,16 @@ def group_budget(privacy: PrivacyRequest, declaration: GroupDeclaration, notion:
         spent = PrivacySpent(
             notion=notion, eps=eps, delta=delta, split=split, neighbours=PUBLIC_SIZES, caveats=(caveat,)
         )
-        return GroupBudget(privacy, None, spent)
-    per_group = eps / 2
+        return GroupBudget(privacy, None, spent, 1)
+    per_group = eps / CHANGED_GROUPS
     count_eps = declaration.count_share * per_group
-    request = PrivacyRequest(eps=per_group - count_eps, delta=delta / 2, se_share=privacy.se_share)
+    request = PrivacyRequest(eps=per_group - count_eps, delta=delta / CHANGED_GROUPS, se_share=privacy.se_share)
     split = (
-        ("each group's noisy size (x2: a moved row changes two groups)", 2 * count_eps),
-        ("each group's fit (x2: a moved row changes two groups)", 2 * (per_group - count_eps)),
+        ("each group's noisy size (x2: a moved row changes two groups)", CHANGED_GROUPS * count_eps),
+        ("each group's fit (x2: a moved row changes two groups)", CHANGED_GROUPS * (per_group - count_eps)),
     )
     spent = PrivacySpent(notion=notion, eps=eps, delta=delta, split=split, neighbours=PRIVATE_SIZES)
-    return GroupBudget(request, count_eps, spent)
+    return GroupBudget(request, count_eps, spent, CHANGED_GROUPS)
 
 
 def target_sizes(
@@ -236,13 +247,16 @@ def target_sizes(
     if declaration.sizes is not None:
         return declaration.sizes.copy()
     counts = np.bincount(codes[codes >= 0], minlength=len(declaration.keys)).astype(float)
-    noisy = np.atleast_1d(laplace_mechanism(rng, counts, 1.0, count_eps, "group sizes"))
+    # a moved row changes two counts by one: L1 sensitivity CHANGED_GROUPS, noise Lap(1 / count_eps)
+    changed = CHANGED_GROUPS
+    noisy = np.atleast_1d(laplace_mechanism(rng, counts, changed, changed * count_eps, "group sizes"))
     return np.maximum(MIN_ROWS, np.round(noisy)).astype(np.int64)
 
 
 def layout(codes: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rows each group keeps (the first m_g in data order; group by group) and its number of pad rows."""
-    order = np.argsort(codes, kind="stable")
+    in_order = codes.size < 2 or bool(np.all(codes[1:] >= codes[:-1]))
+    order = np.arange(codes.size) if in_order else np.argsort(codes, kind="stable")
     order = order[codes[order] >= 0]
     sorted_codes = codes[order]
     counts = np.bincount(sorted_codes, minlength=sizes.size)
