@@ -27,12 +27,13 @@ from .formula import build_design
 from .grouped_results import DPGroupedResults
 from .grouping import GroupDeclaration, group_budget, group_codes, layout, target_sizes
 from .mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
-from .mechanisms.base import Release
+from .mechanisms.base import Release, failed_release
 from .mechanisms.noisystats import grouped as noisystats_grouped
 from .metadata import check_bounds
 from .noise import RandomState, make_rng
 from .planning.facts import PublicFacts
 from .planning.selection import choose
+from .privacy import PrivacySpent
 
 #: From this many rows (over all groups) the group-by-group fits run on a process pool by default.
 POOL_ROWS = 500_000
@@ -71,7 +72,8 @@ def fit_by_group(
     )
     request, reason = budget.request, None
     if spec is None:
-        facts = replace(PublicFacts.of(design, request.eps, request.delta, estimator), n=int(sizes.min()))
+        typical = int(np.median(sizes))  # the typical group's public size decides
+        facts = replace(PublicFacts.of(design, request.eps, request.delta, estimator), n=typical)
         choice = choose(facts)
         spec, reason = get_mechanism(choice.method, estimator), choice.reason
         hyper = spec.check_options(choice.options)
@@ -105,17 +107,14 @@ def fit_by_group(
 
 
 def _padded(frame: pd.DataFrame, kept: np.ndarray, codes: np.ndarray, pads: np.ndarray) -> pd.DataFrame:
-    """The kept rows and each group's pad rows (missing cells), group by group."""
+    """The kept rows and each group's pad rows (rows of missing cells), group by group."""
     total = int(pads.sum())
     if total == 0 and kept.size == len(frame) and np.array_equal(kept, np.arange(kept.size)):
         return frame  # every row kept, already group by group
-    rows = frame.iloc[kept].reset_index(drop=True)
-    if total == 0:
-        return rows
-    filler = pd.DataFrame({name: np.full(total, np.nan) for name in frame.columns})
-    all_codes = np.concatenate([codes[kept], np.repeat(np.arange(pads.size), pads)])
-    order = np.argsort(all_codes, kind="stable")  # within a group: its kept rows, then its pads
-    return pd.concat([rows, filler], ignore_index=True).iloc[order].reset_index(drop=True)
+    take = np.concatenate([kept, np.full(total, -1)])  # -1: a label the frame does not have, so a missing row
+    group = np.concatenate([codes[kept], np.repeat(np.arange(pads.size), pads)])
+    order = np.argsort(group, kind="stable")  # within a group: its kept rows, then its pads
+    return frame.reset_index(drop=True).reindex(take[order]).reset_index(drop=True)
 
 
 def _slice(design: Design, start: int, stop: int) -> Design:
@@ -135,8 +134,30 @@ def _fit_chunk(
     options: Mapping[str, object],
 ) -> list[Release]:
     """Fit a chunk of groups (runs in a worker process)."""
-    fit = get_mechanism(method, estimator).fit
-    return [fit(d, request, rng, **options) for d, rng in zip(designs, rngs, strict=True)]
+    spec = get_mechanism(method, estimator)
+    return [_fit_one(spec, d, request, rng, options) for d, rng in zip(designs, rngs, strict=True)]
+
+
+def _fit_one(
+    spec: MechanismSpec,
+    design: Design,
+    request: PrivacyRequest,
+    rng: np.random.Generator,
+    options: Mapping[str, object],
+) -> Release:
+    """One group's release; a group too small for the mechanism gets a failed release.
+
+    A mechanism raises only on public inputs (docs/ARCHITECTURE.md: data never
+    make ``fit`` raise); here its n is the group's public or released size,
+    so refusing it is a failure of that group's release, not of the call.
+    """
+    try:
+        return spec.fit(design, request, rng, **options)
+    except ValueError as refusal:
+        spent = PrivacySpent(notion="approx" if request.delta > 0 else "pure", eps=float(request.eps),
+                             delta=request.delta)  # fmt: skip
+        reason = f"this group's size ({design.n} rows) is refused by method={spec.name!r}: {refusal}"
+        return failed_release(design.n_columns, spent, reason, "no standard errors: the release failed")
 
 
 def _group_by_group(
@@ -160,7 +181,7 @@ def _group_by_group(
     if workers <= 1:
         releases = []
         for d, r in zip(designs, rngs, strict=True):
-            releases.append(spec.fit(d, request, r, **options))
+            releases.append(_fit_one(spec, d, request, r, options))
             progress.update(1)
         progress.close()
         return releases

@@ -203,3 +203,20 @@ def test_public_inputs_are_checked(kwargs: dict, message: str) -> None:
     call = {"eps": 1.0, "bounds": UNIT, "by": "tract", "groups": [0, 1, 2], **kwargs}
     with pytest.raises(ValueError, match=message):
         dpstats.dp_ols("y ~ x", d, **call)
+
+
+def test_a_group_too_small_for_its_mechanism_fails_alone() -> None:
+    """Tukey needs 12 models of d rows; a declared size of 5 makes that group's release a failure, not the call's."""
+    d, _ = _bad_key_pair("undeclared")
+    res = dpstats.dp_ols("y ~ x", d, eps=1.0, delta=1e-6, bounds=UNIT, method="tukey", by="tract", groups=[0, 1, 2],
+                         group_sizes={0: 15, 1: 15, 2: 5}, random_state=11)  # fmt: skip
+    assert res[2].failed and "refused by method='tukey'" in res[2].reason
+    assert res.privacy.eps == 1.0
+
+
+def test_mechanisms_on_variables_run_by_group() -> None:
+    """The perturbed histogram bins the formula's variables: each group's slice of them (and quantile regression)."""
+    d, _ = _bad_key_pair("undeclared")
+    for fit in (dpstats.dp_ols, dpstats.dp_quantreg):
+        res = fit("y ~ x", d, eps=2.0, bounds=UNIT, method="histogram", by="tract", groups=[0, 1, 2], random_state=12)
+        assert res.params.shape == (3, 2) and res.context["method"] == "histogram"
