@@ -220,3 +220,25 @@ def test_mechanisms_on_variables_run_by_group() -> None:
     for fit in (dpstats.dp_ols, dpstats.dp_quantreg):
         res = fit("y ~ x", d, eps=2.0, bounds=UNIT, method="histogram", by="tract", groups=[0, 1, 2], random_state=12)
         assert res.params.shape == (3, 2) and res.context["method"] == "histogram"
+
+
+def test_a_grouped_result_leaks_no_value_key_or_label() -> None:
+    """A planted out-of-bounds value, an undeclared key and the row labels appear in no output and no pickle,
+    and no warning is emitted (with pad rows, truncated rows and dropped rows all present)."""
+    import pickle
+    import warnings
+
+    d, _ = _bad_key_pair("undeclared")
+    d.index = [f"ROWLABELQQ{i}" for i in range(len(d))]
+    d["tract"] = d["tract"].astype(object)
+    d.iloc[3, d.columns.get_loc("x")] = 987654.321
+    d.iloc[20, d.columns.get_loc("tract")] = "SECRETKEYZZ"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = dpstats.dp_ols("y ~ x", d, eps=5.0, bounds=UNIT, by="tract", groups=[0, 1, 2], method="noisystats",
+                             group_sizes={0: 12, 1: 20, 2: 15}, random_state=13)  # fmt: skip
+    assert caught == [], [str(w.message) for w in caught]
+    texts = [str(res), repr(res), res.tidy().to_string(), res.params.to_string(), str(res[0].summary())]
+    blob = pickle.dumps(res)
+    for secret in ("987654", "SECRETKEYZZ", "ROWLABELQQ"):
+        assert all(secret not in text for text in texts) and secret.encode() not in blob
