@@ -299,8 +299,8 @@ def _grouped_call(
     declaration = declare_groups(by, groups, group_sizes, count_share)
     if missing != "impute":
         raise ValueError("a grouped fit imputes bad cells row-wise (missing='impute'): its pad rows are missing cells")
-    if plan.privacy.rho is not None:
-        raise ValueError("a grouped fit takes eps (and delta), not rho")
+    if plan.privacy.rho is not None or plan.notion == "zcdp":
+        raise ValueError("a grouped fit takes eps (and delta), not rho, and composes its groups as (eps, delta)-DP")
 
     def run(estimator, formula, data, bounds, levels, random_state, n_jobs, q=None) -> DPGroupedResults:
         return fit_by_group(

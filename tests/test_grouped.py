@@ -196,6 +196,7 @@ def test_results_do_not_depend_on_the_pool() -> None:
         ({"group_sizes": {0: 15}}, "every declared key"),
         ({"group_sizes": {0: 1, 1: 15, 2: 15}}, "integers >="),
         ({"missing": "raise"}, "missing='impute'"),
+        ({"method": "gradient", "variant": "zcdp", "delta": 1e-6}, "not rho"),
     ],
 )
 def test_public_inputs_are_checked(kwargs: dict, message: str) -> None:
