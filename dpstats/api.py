@@ -109,6 +109,7 @@ def dp_ols(
     accountant = check_accountant(budget)
     privacy = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
     plan = _plan("ols", privacy, method, options)
+    _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
     if by is not None:
         grouped = _grouped_call(plan, by, groups, group_sizes, count_share, missing)
         return _charged(
@@ -176,6 +177,7 @@ def dp_quantreg(
     eps, delta, share = check_eps(eps), check_delta(delta), check_share(se_share)
     accountant = check_accountant(budget)
     plan = _plan("quantreg", PrivacyRequest(eps=eps, delta=delta, se_share=share), method, options)
+    _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
     if by is not None:
         if not isinstance(quantiles, float):
             raise ValueError("a grouped fit (by=) takes one quantile q")
@@ -285,6 +287,14 @@ def _plan(estimator: str, privacy: PrivacyRequest, method: str, options: Mapping
 
 
 Result = TypeVar("Result", DPRegressionResults, DPQuantileFits, DPGroupedResults)
+
+
+def _check_ungrouped(by: str | None, groups: object, group_sizes: object, count_share: object, n_jobs: object) -> None:
+    """The grouping arguments need ``by=``; ``n_jobs`` is a positive number of processes."""
+    if by is None and any(v is not None for v in (groups, group_sizes, count_share, n_jobs)):
+        raise ValueError("groups, group_sizes, count_share and n_jobs are for a grouped fit: pass by='<column>'")
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1):
+        raise ValueError("n_jobs must be None or a positive integer")
 
 
 def _grouped_call(

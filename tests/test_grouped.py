@@ -197,6 +197,8 @@ def test_results_do_not_depend_on_the_pool() -> None:
         ({"group_sizes": {0: 1, 1: 15, 2: 15}}, "integers >="),
         ({"missing": "raise"}, "missing='impute'"),
         ({"method": "gradient", "variant": "zcdp", "delta": 1e-6}, "not rho"),
+        ({"n_jobs": 0}, "n_jobs"),
+        ({"by": None}, "pass by="),
     ],
 )
 def test_public_inputs_are_checked(kwargs: dict, message: str) -> None:
