@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import dpstats
@@ -245,3 +247,27 @@ def test_a_grouped_result_leaks_no_value_key_or_label() -> None:
     blob = pickle.dumps(res)
     for secret in ("987654", "SECRETKEYZZ", "ROWLABELQQ"):
         assert all(secret not in text for text in texts) and secret.encode() not in blob
+
+
+KEYS = st.one_of(
+    st.integers(-2, 3), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=2), st.none(), st.booleans()
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(keys=st.lists(KEYS, max_size=40), public=st.booleans(), infer=st.booleans(), text_keys=st.booleans())
+def test_any_key_column_gives_one_release_per_declared_key(keys: list, public: bool, infer: bool, text_keys: bool):
+    """Whatever the key column holds (and whatever dtype pandas gives it), the call returns one release per
+    declared key, with no error and no warning."""
+    import warnings
+
+    n = len(keys)
+    column = pd.Series(keys, dtype=None if infer else object)
+    data = pd.DataFrame({"tract": column, "x": np.linspace(0, 1, n), "y": np.linspace(1, 0, n)})
+    declared = ["0", "1", "a"] if text_keys else [0, 1, 3]
+    sizes = dict.fromkeys(declared, 4) if public else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = dpstats.dp_ols("y ~ x", data, eps=1.0, bounds=UNIT, method="noisystats", by="tract", groups=declared,
+                             group_sizes=sizes, random_state=0)  # fmt: skip
+    assert res.params.shape == (3, 2) and list(res.params.index) == declared
