@@ -6,7 +6,8 @@ Targets (issue 17):
   vectorised, non-private numpy grouped OLS in the same run (both from the
   same DataFrame; the numpy baseline factorises the keys and sums with
   ``np.bincount``). NoisyStats runs as one vectorised batch with
-  ``se_share=0`` (with standard errors it runs group by group);
+  ``se_share=0``; with standard errors (the default ``se_share``) it runs
+  group by group on a pool of 2, printed for reference;
 * Theil-Sen, 70,000 groups x 100 rows: at most 60 s on 2 cores (a process
   pool of 2), with peak memory linear in n (measured at 17,500, 35,000 and
   70,000 groups). ``se_share=0``: its bootstrap standard errors cost about 30
@@ -59,12 +60,12 @@ def numpy_grouped_ols(frame: pd.DataFrame) -> np.ndarray:
     return np.column_stack([(sy - slope * sx) / w, slope])
 
 
-def _dp(frame: pd.DataFrame, groups: int, method: str, n_jobs: int | None):
+def _dp(frame: pd.DataFrame, groups: int, method: str, n_jobs: int | None, se_share: float | None = 0.0):
     import dpstats
 
     keys = list(range(groups))
     return dpstats.dp_ols(
-        "y ~ x", frame, eps=1.0, bounds=BOUNDS, method=method, se_share=0, by="tract", groups=keys,
+        "y ~ x", frame, eps=1.0, bounds=BOUNDS, method=method, se_share=se_share, by="tract", groups=keys,
         group_sizes=dict.fromkeys(keys, ROWS), random_state=1, n_jobs=n_jobs,
     )  # fmt: skip
 
@@ -99,6 +100,9 @@ def case(name: str, groups: int, repeat: int) -> dict:
         wall, cpu = _best(lambda: _dp(frame, groups, "noisystats", 1), repeat)
         base_wall, base_cpu = _best(lambda: numpy_grouped_ols(frame), repeat)
         return {"wall": wall, "cpu": cpu, "numpy_wall": base_wall, "numpy_cpu": base_cpu, "peak_mb": _peak_mb()}
+    if name == "noisystats-se":
+        wall, cpu = _best(lambda: _dp(frame, groups, "noisystats", 2, se_share=None), repeat)
+        return {"wall": wall, "cpu": cpu, "peak_mb": _peak_mb()}
     wall, cpu = _best(lambda: _dp(frame, groups, "theilsen", 2), repeat)
     return {"wall": wall, "cpu": cpu, "peak_mb": _peak_mb()}
 
@@ -113,7 +117,7 @@ def _run(name: str, groups: int, repeat: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--case", choices=["noisystats", "theilsen"])
+    parser.add_argument("--case", choices=["noisystats", "noisystats-se", "theilsen"])
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
@@ -128,6 +132,9 @@ def main() -> None:
           f"{ns['numpy_cpu']:>8.3f} {'':>8}")  # fmt: skip
     print(f"{'NoisyStats by group (batch)':<34} {10_000:>7} {10_000 * ROWS:>10} {ns['wall']:>8.3f} {ns['cpu']:>8.3f} "
           f"{ns['peak_mb']:>8.0f}  {ratio:.1f}x numpy (<= 10x)")  # fmt: skip
+    se = _run("noisystats-se", 10_000, 1)
+    print(f"{'NoisyStats with SEs (pool of 2)':<34} {10_000:>7} {10_000 * ROWS:>10} {se['wall']:>8.2f} "
+          f"{se['cpu']:>8.2f} {se['peak_mb']:>8.0f}  (no target: group by group)")  # fmt: skip
     sizes = [7_000] if args.quick else [17_500, 35_000, 70_000]
     for groups in sizes:
         ts = _run("theilsen", groups, 1)

@@ -6,8 +6,9 @@ to its size (its first m_g rows, midpoint pad rows), then the vectorised batch
 (dpstats/mechanisms/noisystats/grouped.py). Its releases are vectors over the
 groups, each recorded with the claim that one neighbour changes two groups.
 Replay (step 1 of docs/PRIVACY_TESTING.md) checks every recorded sensitivity on
-neighbours that move one row from group 0 to group 1, and that the worst pair
-reaches it; the gray-box audit (step 3) bounds the eps of the size release and
+neighbours that move one row from group 0 to group 1 (and, with public sizes, on
+a row replaced within its group, where the claim is one changed group), and that
+the worst pair reaches it; the gray-box audit (step 3) bounds the eps of the size release and
 of the first statistic, and a canary that forgets the factor 2 (each group
 spends the whole eps, as if a neighbour changed one group) must be flagged.
 
@@ -39,10 +40,12 @@ SIZE_PRIVACY = PrivacyRequest(eps=10.0, se_share=0)  # the size release claims e
 FORCED_SIZES = [np.array([9.0, 10.0])]  # group 0 keeps 9 rows, group 1 keeps 10
 
 
-def grouped_core(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Release:
-    """Grouped NoisyStats (sizes not public) on a design whose last column is the group (0 or 1)."""
+def grouped_core(
+    design: Design, privacy: PrivacyRequest, rng: np.random.Generator, sizes: dict | None = None
+) -> Release:
+    """Grouped NoisyStats on a design whose last column is the group (0 or 1); ``sizes``: declared public."""
     codes = design.X[:, -1].astype(np.int64)
-    declaration = grouping.declare_groups("g", [0, 1])
+    declaration = grouping.declare_groups("g", [0, 1], sizes)
     budget = grouping.group_budget(privacy, declaration, "pure")
     sizes = grouping.target_sizes(declaration, codes, budget.count_eps, rng)
     kept, pads = grouping.layout(codes, sizes)
@@ -83,6 +86,21 @@ def test_replay_of_a_moved_row_meets_every_recorded_sensitivity() -> None:
     report = replay(grouped_core, [pair, pair.swapped()], FIT_PRIVACY, seeds=range(4))
     assert_replay_sound(report, min_ratio=None)
     assert_replay_sound(report, min_ratio=0.99, names=["group sizes", "ncov(x, y)", "nvar(x)"])
+
+
+def test_replay_with_public_sizes_a_replaced_row_changes_one_group_by_its_sensitivity() -> None:
+    """Public sizes: a neighbour replaces a row inside its group, and the release over both groups records the
+    claim of one changed group; the worst pair (group 0's corner row moved to the origin) reaches it."""
+    points = np.array([[1.0, 0.0, 1.0]] + [[0.0, 0.0, 0.0]] * 9 + [[0.0, 1.0, 0.0]] * 10)
+    moved = points.copy()
+    moved[0] = [0.0, 0.0, 0.0]
+    pair = pair_from_points(points, moved, [(0.0, 1.0), (0.0, 1.0)], (0.0, 1.0), label="row 0 replaced in group 0")
+    report = replay(
+        grouped_core, [pair, pair.swapped()], FIT_PRIVACY, seeds=range(4), options={"sizes": {0: 10, 1: 10}}
+    )
+    assert_replay_sound(report, min_ratio=None)
+    assert_replay_sound(report, min_ratio=0.99, names=["ncov(x, y)", "nvar(x)"])
+    assert "group sizes" not in report.releases
 
 
 def _audit(name: str, privacy: PrivacyRequest, forced):
