@@ -100,7 +100,9 @@ def dp_ols(
         another), part of it (``count_share``, default 0.1) on a noisy size.
         dpstats/grouping.py states and proves the guarantee.
     n_jobs : worker processes for the group-by-group fits (None: a pool of
-        every core when the data are large, 1: none).
+        every core when the data are large, 1: none). Where processes start
+        by "spawn" (macOS, Windows) a script that uses the pool needs the
+        usual ``if __name__ == "__main__":`` guard.
     **options : the mechanism's hyperparameters.
 
     Neighbouring datasets differ in one row and have the same n (public).

@@ -367,6 +367,7 @@ def _grouped_options(kwargs: dict[str, Any]) -> None:
         return
     keys = [_random_state(k) for k in _as_list(kwargs["groups"])]  # integral doubles from R are integers
     kwargs["groups"] = keys
+    kwargs["n_jobs"] = int(kwargs.get("n_jobs") or 1)  # no process pool from inside R unless asked
     sizes = kwargs.get("group_sizes")
     if sizes is not None:
         sizes = [_random_state(v) for v in _as_list(sizes)]
