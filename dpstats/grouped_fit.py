@@ -66,9 +66,9 @@ def fit_by_group(
         raise ValueError(f"by={declaration.by!r} is not a column of the data")
     codes = group_codes(frame[declaration.by], declaration.keys)
     sizes = target_sizes(declaration, codes, budget.count_eps, count_rng)
-    kept, pads = layout(codes, sizes)
+    kept, _ = layout(codes, sizes)
     design, formula_spec = build_design(
-        formula, _padded(frame, kept, codes, pads), bounds, levels, need_bounds=need_bounds, missing="impute"
+        formula, _padded(frame, kept, codes, sizes), bounds, levels, need_bounds=need_bounds, missing="impute"
     )
     request, reason = budget.request, None
     if spec is None:
@@ -106,15 +106,22 @@ def fit_by_group(
     )
 
 
-def _padded(frame: pd.DataFrame, kept: np.ndarray, codes: np.ndarray, pads: np.ndarray) -> pd.DataFrame:
-    """The kept rows and each group's pad rows (rows of missing cells), group by group."""
-    total = int(pads.sum())
-    if total == 0 and kept.size == len(frame) and np.array_equal(kept, np.arange(kept.size)):
+def _padded(frame: pd.DataFrame, kept: np.ndarray, codes: np.ndarray, sizes: np.ndarray) -> pd.DataFrame:
+    """Each group's kept rows, then its pad rows (rows of missing cells), group by group: sizes[g] rows each.
+
+    ``kept`` comes group by group (:func:`dpstats.grouping.layout`); each kept
+    row goes to its group's block, the rest of the block is missing rows.
+    """
+    if kept.size == len(frame) == int(sizes.sum()) and np.array_equal(kept, np.arange(kept.size)):
         return frame  # every row kept, already group by group
-    take = np.concatenate([kept, np.full(total, -1)])  # -1: a label the frame does not have, so a missing row
-    group = np.concatenate([codes[kept], np.repeat(np.arange(pads.size), pads)])
-    order = np.argsort(group, kind="stable")  # within a group: its kept rows, then its pads
-    return frame.reset_index(drop=True).reindex(take[order]).reset_index(drop=True)
+    kept_codes = codes[kept]
+    counts = np.bincount(kept_codes, minlength=sizes.size)
+    block = np.cumsum(sizes) - sizes
+    first_kept = np.cumsum(counts) - counts
+    take = np.full(int(sizes.sum()), -1, dtype=np.int64)  # -1: a missing row
+    take[block[kept_codes] + np.arange(kept.size) - first_kept[kept_codes]] = kept
+    columns = [pd.api.extensions.take(frame.iloc[:, j].array, take, allow_fill=True) for j in range(frame.shape[1])]
+    return pd.DataFrame(dict(enumerate(columns))).set_axis(frame.columns, axis=1)
 
 
 def _slice(design: Design, start: int, stop: int) -> Design:
