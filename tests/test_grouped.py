@@ -271,3 +271,12 @@ def test_any_key_column_gives_one_release_per_declared_key(keys: list, public: b
         res = dpstats.dp_ols("y ~ x", data, eps=1.0, bounds=UNIT, method="noisystats", by="tract", groups=declared,
                              group_sizes=sizes, random_state=0)  # fmt: skip
     assert res.params.shape == (3, 2) and list(res.params.index) == declared
+
+
+def test_tidy_to_parquet_is_one_line(tmp_path) -> None:
+    pytest.importorskip("pyarrow")
+    d, _ = _bad_key_pair("undeclared")
+    res = dpstats.dp_ols("y ~ x", d, eps=1.0, bounds=UNIT, by="tract", groups=[0, 1, 2], method="noisystats")
+    res.tidy().to_parquet(tmp_path / "slopes.parquet")
+    back = pd.read_parquet(tmp_path / "slopes.parquet")
+    assert back.shape == (6, 6) and back["tract"].tolist() == [0, 0, 1, 1, 2, 2]
