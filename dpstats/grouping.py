@@ -49,10 +49,10 @@ Theorem (the budget of a grouped call). Let the call's budget be
    another group would change two sizes), and one group's rows change by
    one replacement. Each group's mechanism runs with the whole (eps, delta)
    and the groups' releases use disjoint rows: by parallel composition
-   (McSherry 2009) the call is (eps, delta)-DP, the eps reported.
+   (McSherry 2009, docs/REFERENCES.md) the call is (eps, delta)-DP, the eps reported.
 2. Sizes not public. A replaced row can leave group g and join group h: g
    loses a row and h gains one, and no other group changes. Each group
-   spends eps_g = eps / 2 (and delta / 2; ``CHANGED_GROUPS``): ``count_share * eps_g`` on its
+   spends eps_g = eps / 2 and delta / 2 (``CHANGED_GROUPS``): ``count_share * eps_g`` on its
    noisy size (a count: add/remove sensitivity 1, Laplace noise), the rest on
    its mechanism at that size, which by the lemma is
    ((1 - count_share) eps_g, delta / 2)-DP against adding or removing one of
