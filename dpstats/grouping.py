@@ -169,8 +169,8 @@ def _integer_codes(values: np.ndarray, keys: tuple) -> np.ndarray:
         ok = np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0**62)
         ints = np.where(ok, values, 0).astype(np.int64)
     else:
-        ok = np.ones(values.size, dtype=bool)
-        ints = values.astype(np.int64)
+        ok = values <= np.iinfo(np.int64).max if values.dtype.kind == "u" else np.ones(values.size, dtype=bool)
+        ints = np.where(ok, values, 0).astype(np.int64)
     low, span = int(key_array.min()), int(key_array.max() - key_array.min()) + 1
     if span <= 4 * key_array.size:  # dense keys: a lookup table
         table = np.full(span, -1, dtype=np.int64)

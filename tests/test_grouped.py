@@ -123,6 +123,7 @@ def test_key_matching_is_row_wise() -> None:
     assert group_codes(column, (1, 3)).tolist() == [0, 0, -1, -1, -1, -1, -1, 1]
     assert group_codes(pd.Series([1.0, np.nan, 3.0]), (1, 3)).tolist() == [0, -1, 1]
     assert group_codes(pd.Series([5, 1, 9]), (1, 3, 5)).tolist() == [2, 0, -1]
+    assert group_codes(pd.Series(np.array([2**64 - 1, 3], dtype=np.uint64)), (-1, 3)).tolist() == [-1, 1]
     assert group_codes(pd.Series(["a", 1, None, "b"]), ("a", "b")).tolist() == [0, -1, -1, 1]
 
 
