@@ -171,7 +171,7 @@ def _integer_codes(values: np.ndarray, keys: tuple) -> np.ndarray:
     else:
         ok = values <= np.iinfo(np.int64).max if values.dtype.kind == "u" else np.ones(values.size, dtype=bool)
         ints = np.where(ok, values, 0).astype(np.int64)
-    low, span = int(key_array.min()), int(key_array.max() - key_array.min()) + 1
+    low, span = min(keys), max(keys) - min(keys) + 1  # Python integers: no overflow
     if span <= 4 * key_array.size:  # dense keys: a lookup table
         table = np.full(span, -1, dtype=np.int64)
         table[key_array - low] = np.arange(key_array.size)
