@@ -10,6 +10,9 @@ import pandas as pd
 
 from .budget import Accountant, check_accountant, requested_spend
 from .formula import build_design
+from .grouped_fit import fit_by_group
+from .grouped_results import DPGroupedResults
+from .grouping import declare_groups
 from .mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
 from .metadata import check_bounds
 from .noise import RandomState, make_rng
@@ -35,8 +38,13 @@ def dp_ols(
     rho: float | None = None,
     se_share: float | None = None,
     budget: Accountant | None = None,
+    by: str | None = None,
+    groups: Sequence | None = None,
+    group_sizes: Mapping | None = None,
+    count_share: float | None = None,
+    n_jobs: int | None = None,
     **options: object,
-) -> DPRegressionResults:
+) -> DPRegressionResults | DPGroupedResults:
     """Differentially private least squares from a formula.
 
     Parameters
@@ -81,6 +89,20 @@ def dp_ols(
         are read when it could overspend it; otherwise what ``res.privacy``
         reports is added to its ledger (dpstats/budget.py: the composition
         rules). eps is still required: it never defaults to what is left.
+    by, groups : a grouped (small-area) fit: one fit per declared key
+        ``groups`` of the column ``by``, returned as a
+        :class:`~dpstats.grouped_results.DPGroupedResults`. Rows whose key is
+        not declared (NaN, another type) are dropped row-wise; a declared
+        group with no rows gets a release like any other.
+    group_sizes : ``{key: size}``, declared public group sizes: each group
+        then spends the whole eps (parallel composition). Without it each
+        group spends eps/2 (a replaced row can leave one group and join
+        another), part of it (``count_share``, default 0.1) on a noisy size.
+        dpstats/grouping.py states and proves the guarantee.
+    n_jobs : worker processes for the group-by-group fits (None: a pool of
+        every core when the data are large, 1: none). Where processes start
+        by "spawn" (macOS, Windows) a script that uses the pool needs the
+        usual ``if __name__ == "__main__":`` guard.
     **options : the mechanism's hyperparameters.
 
     Neighbouring datasets differ in one row and have the same n (public).
@@ -89,6 +111,15 @@ def dp_ols(
     accountant = check_accountant(budget)
     privacy = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
     plan = _plan("ols", privacy, method, options)
+    _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
+    if by is not None:
+        grouped = _grouped_call(plan, by, groups, group_sizes, count_share, missing)
+        return _charged(
+            accountant,
+            plan,
+            lambda: grouped("ols", formula, data, bounds, levels, random_state, n_jobs),
+            formula=formula,
+        )
     return _charged(
         accountant,
         plan,
@@ -111,8 +142,13 @@ def dp_quantreg(
     missing: str = "impute",
     se_share: float | None = None,
     budget: Accountant | None = None,
+    by: str | None = None,
+    groups: Sequence | None = None,
+    group_sizes: Mapping | None = None,
+    count_share: float | None = None,
+    n_jobs: int | None = None,
     **options: object,
-) -> DPRegressionResults | DPQuantileFits:
+) -> DPRegressionResults | DPQuantileFits | DPGroupedResults:
     """Differentially private quantile regression from a formula.
 
     Parameters
@@ -133,6 +169,8 @@ def dp_quantreg(
 
     budget : a :class:`~dpstats.budget.PrivacyBudget`, as for :func:`dp_ols`;
         several quantiles are one release, charged once with the call's eps.
+    by, groups, group_sizes, count_share, n_jobs : a grouped fit, as for
+        :func:`dp_ols` (one quantile).
 
     Returns a :class:`~dpstats.results.DPRegressionResults` for one quantile,
     a :class:`~dpstats.quantile_fits.DPQuantileFits` for a list.
@@ -141,6 +179,19 @@ def dp_quantreg(
     eps, delta, share = check_eps(eps), check_delta(delta), check_share(se_share)
     accountant = check_accountant(budget)
     plan = _plan("quantreg", PrivacyRequest(eps=eps, delta=delta, se_share=share), method, options)
+    _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
+    if by is not None:
+        if not isinstance(quantiles, float):
+            raise ValueError("a grouped fit (by=) takes one quantile q")
+        grouped = _grouped_call(plan, by, groups, group_sizes, count_share, missing)
+        tau = quantiles
+        return _charged(
+            accountant,
+            plan,
+            lambda: grouped("quantreg", formula, data, bounds, levels, random_state, n_jobs, tau),
+            formula=formula,
+            q=(tau,),
+        )
     if isinstance(quantiles, float):
         tau = quantiles
         return _charged(
@@ -237,7 +288,51 @@ def _plan(estimator: str, privacy: PrivacyRequest, method: str, options: Mapping
     return _Plan(spec, hyper, spec.needs_bounds, spec.notion(privacy, hyper), privacy)
 
 
-Result = TypeVar("Result", DPRegressionResults, DPQuantileFits)
+Result = TypeVar("Result", DPRegressionResults, DPQuantileFits, DPGroupedResults)
+
+
+def _check_ungrouped(by: str | None, groups: object, group_sizes: object, count_share: object, n_jobs: object) -> None:
+    """The grouping arguments need ``by=``; ``n_jobs`` is a positive number of processes."""
+    if by is None and any(v is not None for v in (groups, group_sizes, count_share, n_jobs)):
+        raise ValueError("groups, group_sizes, count_share and n_jobs are for a grouped fit: pass by='<column>'")
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1):
+        raise ValueError("n_jobs must be None or a positive integer")
+
+
+def _grouped_call(
+    plan: _Plan,
+    by: str,
+    groups: Sequence | None,
+    group_sizes: Mapping | None,
+    count_share: float | None,
+    missing: str,
+) -> Callable[..., DPGroupedResults]:
+    """Check a grouped call's public inputs; return the fit to run (dpstats/grouped_fit.py)."""
+    declaration = declare_groups(by, groups, group_sizes, count_share)
+    if missing != "impute":
+        raise ValueError("a grouped fit imputes bad cells row-wise (missing='impute'): its pad rows are missing cells")
+    if plan.privacy.rho is not None or plan.notion == "zcdp":
+        raise ValueError("a grouped fit takes eps (and delta), not rho, and composes its groups as (eps, delta)-DP")
+
+    def run(estimator, formula, data, bounds, levels, random_state, n_jobs, q=None) -> DPGroupedResults:
+        return fit_by_group(
+            estimator,
+            formula,
+            data,
+            declaration,
+            spec=plan.spec,
+            hyper=plan.hyper,
+            privacy=plan.privacy,
+            notion=plan.notion,
+            need_bounds=plan.need_bounds,
+            bounds=bounds,
+            levels=levels,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            q=q,
+        )
+
+    return run
 
 
 def _charged(
@@ -255,7 +350,7 @@ def _charged(
     request = plan.privacy
     budget.check(requested_spend(plan.notion, request.eps, request.delta, request.rho))
     res = release()
-    fits = res.fits if isinstance(res, DPQuantileFits) else (res,)
+    fits = res.fits if isinstance(res, DPQuantileFits | DPGroupedResults) else (res,)
     budget.record(
         res.privacy,
         formula=formula,

@@ -182,8 +182,25 @@ def result_payload(res: Any) -> dict:
     ``quantiles``, the whole call's ``privacy`` and ``fits``: one payload per quantile.
     """
     import dpstats
+    from dpstats.grouped_results import DPGroupedResults
     from dpstats.quantile_fits import DPQuantileFits
 
+    if isinstance(res, DPGroupedResults):
+        tidy = res.tidy()
+        return plain(
+            {
+                "grouped": True,
+                "by": res.by,
+                "keys": list(res.keys),
+                "nobs": list(res.sizes),
+                "failed": [bool(v) for v in res.failed],
+                "tidy": {name: tidy[name].tolist() for name in tidy.columns if name != res.by},
+                "method": res.context["method"],
+                "privacy": res.privacy.as_dict(),
+                "summary_text": res.summary().as_text(),
+                "dpstats_version": dpstats.__version__,
+            }
+        )
     if isinstance(res, DPQuantileFits):
         return plain(
             {
@@ -334,6 +351,7 @@ def _fit(
         "budget": budget,
     }
     kwargs.update(_named(options) or {})
+    _grouped_options(kwargs)
     if estimator == "ols":
         return dpstats.dp_ols(formula, frame, missing=missing, **kwargs)
     if estimator != "quantreg":
@@ -341,6 +359,21 @@ def _fit(
     quantiles = _as_list(tau)
     q = quantiles[0] if len(quantiles) == 1 else quantiles
     return dpstats.dp_quantreg(formula, frame, q=q, missing=missing, **kwargs)
+
+
+def _grouped_options(kwargs: dict[str, Any]) -> None:
+    """R's ``groups`` (a vector) and ``group_sizes`` (sizes in the order of ``groups``) as dp_ols takes them."""
+    if kwargs.get("groups") is None:
+        return
+    keys = [_random_state(k) for k in _as_list(kwargs["groups"])]  # integral doubles from R are integers
+    kwargs["groups"] = keys
+    kwargs["n_jobs"] = int(kwargs.get("n_jobs") or 1)  # no process pool from inside R unless asked
+    sizes = kwargs.get("group_sizes")
+    if sizes is not None:
+        sizes = [_random_state(v) for v in _as_list(sizes)]
+        if len(sizes) != len(keys):
+            raise ValueError("group_sizes must give one size per key of groups, in the same order")
+        kwargs["group_sizes"] = dict(zip(keys, sizes, strict=True))
 
 
 def fit_from_r(

@@ -38,11 +38,14 @@ LAYERS: dict[str, int] = {
     "quantile_fits": 3,
     "tables": 3,
     "maketables_plugin": 3,
+    "grouped_results": 3,
     # 4: the public entry points
     "api": 4,
     "histogram": 4,
     "curator": 4,
     "planning": 4,
+    "grouping": 4,
+    "grouped_fit": 4,
     # 5: programs and harnesses on top
     "demo": 5,
     "coverage": 5,

@@ -104,7 +104,7 @@
 }
 
 .dp_fit <- function(estimator, call, formula, data, eps, bounds, levels, method, delta,
-                    random_state, missing, options, tau = NULL, budget = NULL) {
+                    random_state, missing, options, tau = NULL, budget = NULL, grouped = NULL) {
   .check_budget(budget)
   if (is.character(formula) && length(formula) == 1L) formula <- as.formula(formula, env = parent.frame(2L))
   if (!inherits(formula, "formula")) stop("formula must be a formula such as y ~ x", call. = FALSE)
@@ -133,6 +133,16 @@
     lapply(tr$vars, function(v) .column_record(data[[v]], v, as_character = v %in% as_character)),
     unname(tr$pyname[tr$vars])
   )
+  if (!is.null(grouped)) {  # the key column, sent under a name of its own; the keys and sizes as options
+    if (!grouped$by %in% names(data)) stop("by = '", grouped$by, "' is not a column of data", call. = FALSE)
+    py_by <- if (grouped$by %in% tr$vars) tr$pyname[[grouped$by]] else grouped$by
+    if (!grouped$by %in% tr$vars && py_by %in% names(columns)) py_by <- ".dpstats_by"
+    if (!py_by %in% names(columns)) {
+      columns[[py_by]] <- .column_record(data[[grouped$by]], grouped$by, as_character = is.character(grouped$groups))
+    }
+    options <- c(options, list(by = py_by, groups = as.list(grouped$groups),
+                               group_sizes = if (is.null(grouped$group_sizes)) NULL else as.list(grouped$group_sizes)))
+  }
   bounds_py <- setNames(lapply(bounds, as.list), vapply(names(bounds), .translate_bound_name, "",
                                                             data = data, tr = tr, env = env))
   categorical <- intersect(names(levels), as_character)
@@ -158,6 +168,9 @@
   if (!is.null(out$budget)) .update_budget(budget, out$budget)  # the release happened: it has spent
   if (!isTRUE(out$ok)) {
     stop("dpstats: ", .r_message(out$message, tr), call. = FALSE)
+  }
+  if (isTRUE(out$result$grouped)) {
+    return(.new_grouped_fits(out$result, grouped, .public_call(call), formula))
   }
   if (!is.null(out$result$fits)) {
     return(.new_quantile_fits(out$result, tr, .public_call(call), formula, bounds, levels))
@@ -193,10 +206,19 @@
 #'   describes confidential data).
 #' @param budget \code{NULL} or a budget from \code{\link{dp_budget}}: the fit is charged to it, and refused
 #'   before any data are sent to Python if it could overspend it.
+#' @param by \code{NULL}, or the name of a column of keys for a grouped (small-area) fit: one fit per
+#'   key in \code{groups}.
+#' @param groups the declared keys (a character or integer vector), public, never read from the data.
+#'   Rows whose key is not declared (NA, another type) are dropped row-wise.
+#' @param group_sizes \code{NULL}, or the public size of each group, in the order of \code{groups}: then
+#'   each group spends the whole eps (parallel composition); without it each spends eps / 2, part of it
+#'   on a noisy size (a replaced row can leave one group and join another). The proof is in the Python
+#'   package's dpstats/grouping.py.
 #' @param ... the mechanism's hyperparameters, and \code{se_share}: the part of eps spent on standard
 #'   errors (NULL for the mechanism's default, 0 for none: then they are NaN).
 #' @return an object of class \code{\link{dpstats_fit}} holding plain R values only; from
-#'   \code{dp_quantreg} with several \code{tau}, a \code{\link{dpstats_quantile_fits}} (one fit per quantile).
+#'   \code{dp_quantreg} with several \code{tau}, a \code{\link{dpstats_quantile_fits}} (one fit per quantile);
+#'   with \code{by}, a \code{\link{dpstats_grouped_fits}} (one row of estimates per group).
 #' @examples
 #' \dontrun{
 #' data(engel, package = "quantreg")
@@ -206,9 +228,10 @@
 #' }
 #' @export
 dp_ols <- function(formula, data, eps, bounds = list(), levels = list(), method = "auto", delta = 0,
-                   random_state = NULL, missing = c("impute", "raise"), budget = NULL, ...) {
+                   random_state = NULL, missing = c("impute", "raise"), budget = NULL,
+                   by = NULL, groups = NULL, group_sizes = NULL, ...) {
   .dp_fit("ols", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
-          match.arg(missing), list(...), budget = budget)
+          match.arg(missing), list(...), budget = budget, grouped = .check_grouped(by, groups, group_sizes))
 }
 
 #' @rdname dp_ols
@@ -216,10 +239,12 @@ dp_ols <- function(formula, data, eps, bounds = list(), levels = list(), method 
 #'   and are charged to a budget once.
 #' @export
 dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels = list(), method = "auto",
-                        delta = 0, random_state = NULL, missing = c("impute", "raise"), budget = NULL, ...) {
+                        delta = 0, random_state = NULL, missing = c("impute", "raise"), budget = NULL,
+                        by = NULL, groups = NULL, group_sizes = NULL, ...) {
   if (!is.numeric(tau) || length(tau) < 1L || any(!is.finite(tau))) stop("tau must be numbers in (0, 1)", call. = FALSE)
   .dp_fit("quantreg", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
-          match.arg(missing), list(...), tau = as.list(as.numeric(tau)), budget = budget)
+          match.arg(missing), list(...), tau = as.list(as.numeric(tau)), budget = budget,
+          grouped = .check_grouped(by, groups, group_sizes))
 }
 
 # --- from Python's builtins to plain R values ---------------------------------

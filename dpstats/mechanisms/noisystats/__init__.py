@@ -1,6 +1,8 @@
 """NoisyStats (Alabi et al. 2022, Algorithm 1, and its multivariate generalisation): noisy sufficient statistics.
 
-``mechanism`` holds the release and its sensitivity proofs.
+``mechanism`` holds the release and its sensitivity proofs; ``grouped`` runs it
+on many groups at once (one pass for the statistics, one batch of noise), for
+grouped fits (dpstats/grouping.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,128 @@
+"""NoisyStats for many groups at once: every group's sufficient statistics in one pass, the noise in one batch.
+
+Each group is Algorithm 1 of Alabi et al. (2022) (multivariate: the centred
+statistics of dpstats/mechanisms/noisystats/mechanism.py) on its own m_g
+rows, with the same sensitivities (:func:`.mechanism.centered_sensitivity`),
+the same split and the same failure rule: per group the law is that of
+``mechanism.fit`` on the group's design, with ``se_share=0`` (no standard
+errors; with a share the grouped front end runs ``mechanism.fit`` group by
+group). Only the order of the draws differs: one batch of Laplace noise with
+per-group scales. The rows of the design come group by group, ``sizes[g]``
+rows each (public sizes, each at least 2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...design import CenteredUnitScale, Design
+from ...noise import laplace_mechanism
+from ...privacy import PrivacySpent
+from ..base import PrivacyRequest, Release, failed_release
+from . import inference
+from .mechanism import FAIL_REASON, NO_SE_NOTE, _split, centered_sensitivity
+
+POINT = ("ncov(x, y)", "nvar(x)", "intercept")
+
+
+def supports(design: Design, privacy: PrivacyRequest) -> bool:
+    """Whether the batch applies: an intercept, no block of two or more dummies, and ``se_share=0``."""
+    plain = design.intercept_index is not None and not any(len(b) > 1 for b in design.one_hot_blocks)
+    return plain and privacy.share(inference.DEFAULT_SHARE) == 0
+
+
+def _segment_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Sums of consecutive segments of rows (every segment non-empty)."""
+    return np.add.reduceat(values, starts, axis=0)
+
+
+def _release(
+    rng: np.random.Generator,
+    values: np.ndarray,
+    group_sensitivity: np.ndarray,
+    entries: float,
+    eps: float,
+    changed_groups: int,
+    name: str,
+) -> np.ndarray:
+    """``values[g] + Lap(entries * group_sensitivity[g] / eps)`` for every group, as one recorded release.
+
+    Each group's values are divided by its sensitivity first, so that one
+    Laplace release of the whole vector has the same law as the groups'
+    releases at their own scales, and the recorded claim is exact: a
+    neighbour changes at most ``changed_groups`` groups, each by at most
+    ``entries`` in L1 after the division, so the vector has L1 sensitivity
+    ``changed_groups * entries`` and is ``changed_groups * eps``-DP (the
+    replay and gray-box audits of dpstats/audit/ check that claim).
+    """
+    unit = values / (group_sensitivity[:, None] if values.ndim == 2 else group_sensitivity)
+    noisy = laplace_mechanism(rng, unit, changed_groups * entries, changed_groups * eps, name)
+    return np.asarray(noisy) * (group_sensitivity[:, None] if values.ndim == 2 else group_sensitivity)
+
+
+def fit_groups(
+    design: Design,
+    sizes: np.ndarray,
+    privacy: PrivacyRequest,
+    rng: np.random.Generator,
+    changed_groups: int = 1,
+) -> list[Release]:
+    """One release per group (module docstring); ``supports(design, privacy)`` must hold.
+
+    ``changed_groups`` is how many groups one neighbour can change (1 with
+    public sizes, 2 otherwise: dpstats/grouping.py); it enters the claim that
+    each release records, not the noise.
+    """
+    eps = float(privacy.eps)
+    split = _split(eps, 0.0, POINT, ())
+    spent = PrivacySpent(notion="pure", eps=eps, split=split)
+    eps3 = split[0][1]
+    scale = CenteredUnitScale.from_design(design)
+    U, v = scale.transform(design)
+    G, p = sizes.size, U.shape[1]
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    m = sizes.astype(float)
+    u_bar = _segment_sums(U, starts) / m[:, None]
+    v_bar = _segment_sums(v, starts) / m
+    Uc, vc = U - np.repeat(u_bar, sizes, axis=0), v - np.repeat(v_bar, sizes)
+    iu, ju = np.triu_indices(p)
+    s_xy = _segment_sums(Uc * vc[:, None], starts)
+    s_xx_upper = _segment_sums(Uc[:, iu] * Uc[:, ju], starts)
+
+    delta = centered_sensitivity(m)  # elementwise over the groups
+    s_xy = _release(rng, s_xy, delta, p, eps3, changed_groups, "ncov(x, y)")
+    s_xx_upper = _release(rng, s_xx_upper, delta, p * (p + 1) / 2, eps3, changed_groups, "nvar(x)")
+    s_xx = np.zeros((G, p, p))
+    s_xx[:, iu, ju] = s_xx_upper
+    s_xx[:, ju, iu] = s_xx_upper
+    ok = np.linalg.eigvalsh(s_xx)[:, 0] > 0
+    slopes = np.full((G, p), np.nan)
+    slopes[ok] = np.linalg.solve(s_xx[ok], s_xy[ok][..., None])[..., 0]
+    intercept_sensitivity = np.where(ok, (1.0 + np.abs(slopes).sum(axis=1)) / m, 1.0)
+    intercept = np.where(ok, v_bar - np.einsum("gj,gj->g", np.nan_to_num(slopes), u_bar), 0.0)
+    intercept = _release(rng, intercept, intercept_sensitivity, 1, eps3, changed_groups, "intercept")
+    theta = np.concatenate([intercept[:, None], slopes], axis=1) @ scale.jacobian().T + scale.offset()
+    order = np.empty(design.n_columns, dtype=int)
+    order[design.intercept_index] = 0
+    order[design.slope_indices] = np.arange(1, p + 1)
+    params = theta[:, order]
+    nan_cov = np.full((p + 1, p + 1), np.nan)
+    nvar = s_xx * np.outer(scale.x_width, scale.x_width)
+    ncov = s_xy * scale.x_width * scale.y_width
+    releases = []
+    for g in range(G):
+        stats = {"nvar(x)": nvar[g], "ncov(x, y)": ncov[g]}
+        if not ok[g]:
+            releases.append(failed_release(p + 1, spent, FAIL_REASON, NO_SE_NOTE, noisy_stats=stats))
+            continue
+        releases.append(
+            Release(
+                params=params[g],
+                cov=nan_cov,
+                privacy=spent,
+                se_note=NO_SE_NOTE,
+                noisy_stats=stats,
+                interval="percentile",
+            )
+        )
+    return releases
