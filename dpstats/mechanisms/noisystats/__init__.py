@@ -18,4 +18,5 @@ SPEC = MechanismSpec(
     needs_delta=False,
     options={},
     fit=fit,
+    distributed=frozenset({"ols"}),
 )
