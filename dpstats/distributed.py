@@ -87,6 +87,8 @@ def dask_design(
     the number of rows (public); ``chunks`` sums a statistic over the partitions.
     """
     check_method(spec, estimator)
+    if not isinstance(getattr(data, "_meta", None), pd.DataFrame):
+        raise TypeError("data: a dask DataFrame is needed (not a dask Series or Array)")
     build = functools.partial(_partition_design, formula, bounds, levels, need_bounds, missing)
     public, formula_spec = build(data._meta)
     n = len(data)

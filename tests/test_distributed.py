@@ -6,7 +6,8 @@ fair data (6,366 rows) as a pandas DataFrame, up to floating-point summation
 order (``rtol=1e-9``: the partitions' sums are added in another order), on a
 ``distributed.LocalCluster`` with two worker processes (the task stream shows
 that the partitions' statistics ran there) and on Dask's default threaded
-scheduler, with an empty partition among the others. The mechanisms that need
+scheduler, with an empty partition among the others and bad cells that the
+row-wise imputation (dpstats/cells.py) treats in each partition as in the whole. The mechanisms that need
 every row in one place, and ``method="auto"``, are refused with the
 alternatives named before any partition is computed (the data's partitions
 raise if they are). Every test is deterministic: no false failures.
@@ -25,11 +26,11 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
 BOUNDS = {"affairs": (0.0, 10.0), "yrs_married": (0.0, 25.0), "age": (15.0, 45.0), "educ": (9.0, 20.0)}
-LEVELS = {"religious": [1.0, 2.0, 3.0, 4.0]}
+LEVELS = {"religious": [1.0, 2.0, 3.0, 4.0], "faith": ["none", "some", "much", "devout"]}
 
 CASES = [
     ("noisystats", "affairs ~ yrs_married + age"),  # centred statistics (Moments merged over partitions)
-    ("noisystats", "affairs ~ yrs_married + C(religious)"),  # the structured release
+    ("noisystats", "affairs ~ yrs_married + C(faith)"),  # the structured release, string levels
     ("noisystats", "affairs ~ yrs_married + educ - 1"),  # through the origin
     ("histogram", "affairs ~ yrs_married + C(religious)"),  # cell counts
     ("kng", "affairs ~ yrs_married + age"),  # X'X, X'v; the SEs' residual counts and meat
@@ -48,10 +49,21 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def fair_dask(fair: pd.DataFrame):
-    """The fair data in four partitions and an empty one."""
-    empty = dd.from_pandas(fair.iloc[:0], npartitions=1)
-    return dd.concat([dd.from_pandas(fair, npartitions=4), empty])
+def dirty(fair: pd.DataFrame) -> pd.DataFrame:
+    """fair with bad cells for the row-wise imputation (missing numbers, undeclared levels) and string levels."""
+    data = fair.copy()
+    data["faith"] = data["religious"].map({1.0: "none", 2.0: "some", 3.0: "much", 4.0: "devout"})
+    data.loc[data.index[::97], "yrs_married"] = np.nan
+    data.loc[data.index[::89], "religious"] = 9.0
+    data.loc[data.index[::83], "faith"] = "unknown"
+    return data
+
+
+@pytest.fixture(scope="module")
+def dirty_dask(dirty: pd.DataFrame):
+    """The same rows in four partitions and an empty one."""
+    empty = dd.from_pandas(dirty.iloc[:0], npartitions=1)
+    return dd.concat([dd.from_pandas(dirty, npartitions=4), empty])
 
 
 def _fit(kind: str, method: str, formula: str, data, **extra):
@@ -68,20 +80,20 @@ def _same(res_pandas, res_dask) -> None:
 
 
 @pytest.mark.parametrize(("kind", "method", "formula"), CASES)
-def test_default_scheduler_equals_pandas(fair, fair_dask, kind, method, formula):
+def test_default_scheduler_equals_pandas(dirty, dirty_dask, kind, method, formula):
     with dask.config.set(scheduler="threads"):
-        res = _fit(kind, method, formula, fair_dask)
+        res = _fit(kind, method, formula, dirty_dask)
     assert np.all(np.isfinite(res.bse))
-    _same(_fit(kind, method, formula, fair), res)
+    _same(_fit(kind, method, formula, dirty), res)
 
 
 @pytest.mark.parametrize(("kind", "method", "formula"), CASES)
-def test_local_cluster_equals_pandas(fair, fair_dask, client, kind, method, formula):
+def test_local_cluster_equals_pandas(dirty, dirty_dask, client, kind, method, formula):
     with dask.config.set(scheduler=client), distributed.get_task_stream(client) as stream:
-        res = _fit(kind, method, formula, fair_dask)
+        res = _fit(kind, method, formula, dirty_dask)
     ran = {task["key"][0] if isinstance(task["key"], tuple) else task["key"] for task in stream.data}
     assert any(str(key).startswith("_partition_total") for key in ran)  # the statistics ran on the workers
-    _same(_fit(kind, method, formula, fair), res)
+    _same(_fit(kind, method, formula, dirty), res)
 
 
 def _unreadable(_: int) -> pd.DataFrame:
@@ -110,3 +122,8 @@ def test_refused_before_reading(unreadable, kind, method):
     with pytest.raises(ValueError, match="'histogram'") as error:
         _fit(kind, method, "affairs ~ yrs_married", unreadable, delta=delta)
     assert "dask DataFrame" in str(error.value)
+
+
+def test_a_dask_series_is_refused(dirty_dask):
+    with pytest.raises(TypeError, match="dask DataFrame"):
+        _fit("ols", "noisystats", "affairs ~ yrs_married", dirty_dask["affairs"])
