@@ -158,8 +158,9 @@ def main() -> None:
         print(f"quick run: {len(cells)} cells in {time.perf_counter() - start:.0f} s (table not written)")
         return
     if args.only:
+        fresh = {(c["candidate"], c["n"], c["eps"], c["d"]): c for c in cells}
         kept = json.loads(TABLE.read_text())["cells"]
-        cells = [cell for cell in kept if cell["candidate"] not in args.only] + cells
+        cells = [fresh.get((c["candidate"], c["n"], c["eps"], c["d"]), c) for c in kept]
     TABLE.write_text(json.dumps({"seed": SEED, "datasets": args.datasets, "cells": cells}, indent=1) + "\n")
     print(f"{len(cells)} cells in {time.perf_counter() - start:.0f} s -> {TABLE}")
 

@@ -118,8 +118,9 @@ def run_demo(eps: float = 1.0, seed: int | None = None, fmt: str = "text") -> st
         _comment(NON_PRIVATE_NOTE, fmt),
         _comment(
             "The DP estimate differs from OLS by the privacy noise (and any clipping). With n = 235 that "
-            "noise is large at eps = 1 (NoisyStats may even fail); rerun with another --seed to see its "
-            "spread, or with a larger --eps to see the DP fit approach OLS.",
+            f"noise is large at eps = 1. method='auto' chose {res.method} (the error model's prediction from "
+            "public facts: dpstats.compare_methods); rerun with another --seed to see the noise's spread, or "
+            "with a larger --eps to see the DP fit approach OLS.",
             fmt,
         ),
     ]

@@ -30,7 +30,11 @@ Defaults: ``B = 1`` for least squares (the paper's section 4.3 choice; B enters
 the sensitivity) and ``B = 2`` for quantile regression (B does not enter the
 sensitivity there, so a generous domain costs little). The estimate always
 lies in Theta; if the non-private fit lies outside, KNG concentrates on the
-boundary, so declare bounds (or B) that contain the model.
+boundary, so declare bounds (or B) that contain the model. A release with
+``||phi||_1 >= BOUNDARY * B`` says so in a caveat (:func:`boundary_caveat`:
+post-processing of the released phi, so it costs no budget): with several
+regressors the declared box's corners lie far from the data, and a fit that
+is fine on the data can leave the declared range of y there.
 
 Sensitivities for replace-one neighbours on the scaled problem (the rows x_i
 range over the box of the scaled column bounds, ``|v_i| <= 1``; tight for the
@@ -102,6 +106,8 @@ from . import inference
 from . import sampler as kng_sampler
 
 DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
+BOUNDARY = 0.98
+"""A release with ``||phi||_1`` at least this fraction of B is flagged as on the domain's boundary."""
 DEFAULT_B = {"ols": 1.0, "quantreg": 2.0}
 #: Sweeps per dimension d >= 2 (kng_sampler.run_chains: every walker of the ensemble
 #: moves by hit-and-run and twice by ensemble directions; least squares adds an
@@ -266,6 +272,18 @@ def quantile_sensitivity(tau: float, norm: str, column_bounds: np.ndarray) -> fl
 # --------------------------------------------------------------------------
 
 
+def boundary_caveat(phi: np.ndarray, B: float) -> tuple[str, ...]:
+    """The caveat of a released ``phi`` on (or within 2% of) the boundary of ``||phi||_1 <= B``, else none."""
+    size = float(np.abs(phi).sum())
+    if size < BOUNDARY * B:
+        return ()
+    return (
+        f"the estimate lies on the boundary of KNG's domain (||phi||_1 = {size:.3g}, B = {B:g} on the scaled "
+        "problem): the non-private fit may lie outside the domain, and the estimate is then pulled towards it; "
+        "declare bounds that contain the model over the whole box of the regressors, or pass a larger B",
+    )
+
+
 def _caveats(d: int, steps: int, estimator: str) -> tuple[str, ...]:
     if d == 1:
         return (
@@ -356,7 +374,7 @@ def fit(
         notion="pure",
         eps=privacy.eps,
         split=((name, eps), *se_split),
-        caveats=_caveats(d, steps, estimator),
+        caveats=_caveats(d, steps, estimator) + boundary_caveat(phi, B),
         proven=d == 1,
     )
     hyper: dict[str, object] = {"norm": norm, "B": B, "steps": steps, "sensitivity": float(f"{delta:.6g}")}
