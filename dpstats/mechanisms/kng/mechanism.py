@@ -76,6 +76,12 @@ spend the share ``se_share`` of eps (the draw gets the rest) on a noisy sandwich
 and re-draw the K-norm noise in a parametric bootstrap; ``se_share=0`` releases
 the draw alone at the whole eps (the paper's algorithm) and the SEs are NaN.
 
+Least squares reads its rows only through ``design.total`` (X'X and X'v
+for the draw; X'X, the residual counts and the meat for the standard errors:
+sums over rows, dpstats/moments.py), so it runs on a Dask DataFrame's
+partitions (dpstats/distributed.py); quantile regression's chain evaluates
+the check loss on every row at every step and needs the rows in one place.
+
 In the limit eps -> infinity the KNG density concentrates on the set where
 ``||grad l||_K`` is smallest. For least squares that is the OLS fit (when it
 lies in Theta). For quantile regression the gradient is piecewise constant and
