@@ -7,7 +7,9 @@ order (``rtol=1e-9``: the partitions' sums are added in another order), on a
 ``distributed.LocalCluster`` with two worker processes (the task stream shows
 that the partitions' statistics ran there) and on Dask's default threaded
 scheduler, with an empty partition among the others and bad cells that the
-row-wise imputation (dpstats/cells.py) treats in each partition as in the whole. The mechanisms that need
+row-wise imputation (dpstats/cells.py) treats in each partition as in the whole;
+and every noisy value is the same statistic with the same sensitivity and
+budget (dpstats/noise.py's record). The mechanisms that need
 every row in one place, and ``method="auto"``, are refused with the
 alternatives named before any partition is computed (the data's partitions
 raise if they are). Every test is deterministic: no false failures.
@@ -21,6 +23,7 @@ import pandas as pd
 import pytest
 
 import dpstats
+from dpstats import noise
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -94,6 +97,20 @@ def test_local_cluster_equals_pandas(dirty, dirty_dask, client, kind, method, fo
     ran = {task["key"][0] if isinstance(task["key"], tuple) else task["key"] for task in stream.data}
     assert any(str(key).startswith("_partition_total") for key in ran)  # the statistics ran on the workers
     _same(_fit(kind, method, formula, dirty), res)
+
+
+@pytest.mark.parametrize(("kind", "method", "formula"), CASES)
+def test_same_releases_with_the_same_sensitivities(dirty, dirty_dask, kind, method, formula):
+    """Every noisy value (dpstats/noise.py's record) is the same statistic with the same calibration."""
+    with noise.recording() as on_pandas:
+        _fit(kind, method, formula, dirty)
+    with dask.config.set(scheduler="threads"), noise.recording() as on_dask:
+        _fit(kind, method, formula, dirty_dask)
+    assert [r.name for r in on_dask] == [r.name for r in on_pandas]
+    for a, b in zip(on_dask, on_pandas, strict=True):
+        assert (a.eps, a.norm) == (b.eps, b.norm)
+        np.testing.assert_allclose(a.sensitivity, b.sensitivity, rtol=1e-9)
+        np.testing.assert_allclose(a.value, b.value, rtol=1e-9, atol=1e-9)
 
 
 def _unreadable(_: int) -> pd.DataFrame:
