@@ -9,6 +9,7 @@ from typing import TypeVar
 import pandas as pd
 
 from .budget import Accountant, check_accountant, requested_spend
+from .distributed import dask_design, is_dask
 from .formula import build_design
 from .grouped_fit import fit_by_group
 from .grouped_results import DPGroupedResults
@@ -57,7 +58,9 @@ def dp_ols(
         ``- 1``. Anything that reads other rows (``x.mean()``, ``np.roll``,
         ranks, cumulative sums, ``center``, ``standardize``) is refused before
         the data are read.
-    data : DataFrame (or dict of columns) holding the private rows.
+    data : DataFrame (or dict of columns) holding the private rows, or a
+        dask DataFrame (``pip install "dpstats[dask]"``) for the methods whose
+        statistics are sums over rows: dpstats/distributed.py.
     eps : total privacy budget of the call (> 0, finite). What is reported
         never exceeds it.
     bounds : public bounds ``{name: (lower, upper)}`` for every numeric variable
@@ -378,7 +381,12 @@ def _fit(
     the formula and the declarations alone decide (dpstats/planning/)."""
     privacy, spec, hyper, reason = plan.privacy, plan.spec, plan.hyper, None
     rng = make_rng(random_state)
-    design, formula_spec = build_design(formula, data, bounds, levels, need_bounds=plan.need_bounds, missing=missing)
+    if is_dask(data):  # the rows stay on the workers: dpstats/distributed.py
+        design, formula_spec = dask_design(formula, data, bounds, levels, spec, estimator, plan.need_bounds, missing)
+    else:
+        design, formula_spec = build_design(
+            formula, data, bounds, levels, need_bounds=plan.need_bounds, missing=missing
+        )
     if spec is None:
         choice = choose(PublicFacts.of(design, privacy.eps, privacy.delta, estimator))
         reason = choice.reason

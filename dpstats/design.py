@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+
+Total = TypeVar("Total")
+Statistic = Callable[["Design"], Total]
+"""A statistic of a design's rows that adds over disjoint chunks of them (sums, dpstats/moments.py)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,11 @@ class Design:
     formula and the declared levels: public structure that sensitivities may
     use. ``variables`` (set by the formula front end, None for designs built
     from arrays) are the formula's variables before patsy coded them.
+
+    A design whose rows stay elsewhere (the partitions of a Dask DataFrame,
+    dpstats/distributed.py) has ``y`` and ``X`` None, its public n in
+    ``rows`` and ``chunks``, which sums a statistic over its partitions: a
+    mechanism that supports it reads the rows only through :meth:`total`.
     """
 
     y: np.ndarray
@@ -62,16 +71,22 @@ class Design:
     intercept_index: int | None
     one_hot_blocks: tuple[tuple[int, ...], ...] = ()
     variables: Variables | None = field(default=None, repr=False, compare=False)
+    rows: int | None = None
+    chunks: Callable[[Statistic], Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         """Number of rows: public under replace-one neighbours."""
-        return int(self.X.shape[0])
+        return int(self.X.shape[0]) if self.rows is None else int(self.rows)
 
     @property
     def n_columns(self) -> int:
         """Number of design columns, intercept included."""
-        return int(self.X.shape[1])
+        return len(self.term_names) if self.X is None else int(self.X.shape[1])
+
+    def total(self, statistic: Statistic[Total]) -> Total:
+        """``statistic`` of all the rows: of this design's rows, or added over the chunks of its rows."""
+        return statistic(self) if self.chunks is None else self.chunks(statistic)
 
     @property
     def slope_indices(self) -> np.ndarray:

@@ -382,14 +382,14 @@ def _finite(values: np.ndarray, limits: np.ndarray | None, names: Sequence[str],
 # --------------------------------------------------------------------------
 
 
-def _check_data(data) -> pd.DataFrame:
+def _check_data(data, min_rows: int) -> pd.DataFrame:
     if isinstance(data, Mapping):
         data = pd.DataFrame(data)
     if not isinstance(data, pd.DataFrame):
         raise TypeError("data must be a pandas DataFrame or a dict of columns")
     if data.columns.duplicated().any():
         raise ValueError("data has duplicated column names")
-    if len(data) < 2:
+    if len(data) < min_rows:
         raise ValueError("data must have at least 2 rows")
     return data
 
@@ -401,13 +401,16 @@ def build_design(
     levels: Mapping[str, Sequence] | None,
     need_bounds: bool = True,
     missing: str = "impute",
+    min_rows: int = 2,
 ) -> tuple[Design, FormulaSpec]:
     """Build the clipped :class:`Design` of ``formula`` on ``data`` (module docstring).
 
     ``need_bounds=False`` is for mechanisms that need no data bounds (Tukey
-    depth); categorical levels are always required.
+    depth); categorical levels are always required. ``min_rows=0`` builds the
+    design of one partition of a Dask DataFrame, or of its empty ``_meta``
+    (dpstats/distributed.py).
     """
-    data = _check_data(data)
+    data = _check_data(data, min_rows)
     missing = check_missing(missing)
     bounds = _normalized_bounds(check_bounds(bounds))
     lhs_vars, rhs_vars, levels = admitted_variables(formula, data.columns, levels)

@@ -227,9 +227,23 @@ def release_meat(
     of the two is used. ``names`` name the two releases (any weighted sum of
     ``r_i^2 w_i w_i'`` with bounded ``r_i`` is released the same way).
     """
-    p = W.shape[1]
+    return release_meat_sums(rng, meat(W, residuals), bounds, residual_bound, eps, intercept_index, norms, names)
+
+
+def release_meat_sums(
+    rng: np.random.Generator,
+    full: np.ndarray,
+    bounds: np.ndarray,
+    residual_bound: float,
+    eps: float,
+    intercept_index: int | None,
+    norms: RowNorms | None = None,
+    names: tuple[str, str] = MEAT_NAMES,
+) -> NoisyMeat:
+    """:func:`release_meat` from the meat's exact upper triangle ``full`` (:func:`meat`, summed over
+    chunks of the rows where they are partitioned: dpstats/moments.py), for rows in the box ``bounds``."""
+    p = bounds.shape[0]
     alone, rest = names
-    full = meat(W, residuals)
     widths = entry_widths(bounds, residual_bound)
     parts = dict(meat_split(eps, p, intercept_index, names))
     if intercept_index is None:

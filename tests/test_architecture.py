@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "quantiles": 0,
     "uncertainty": 0,
     "sandwich": 0,
+    "moments": 0,
     # 1: the mechanisms (a Design, a PrivacyRequest and a generator in, a Release out)
     "mechanisms": 1,
     # 2: the formula adapter (formula + data -> Design) and the presentation of released values
@@ -46,6 +47,7 @@ LAYERS: dict[str, int] = {
     "planning": 4,
     "grouping": 4,
     "grouped_fit": 4,
+    "distributed": 4,
     # 5: programs and harnesses on top
     "demo": 5,
     "coverage": 5,

@@ -267,13 +267,15 @@ def test_a_failed_release_of_S_gives_infinite_intervals_without_warnings() -> No
 EPS = 1e9
 
 
-def scaled_problem(formula: str, data: pd.DataFrame, bounds: dict) -> tuple[kng.UnitBoxScale, inference.Problem]:
+def scaled_problem(
+    formula: str, data: pd.DataFrame, bounds: dict
+) -> tuple[kng.UnitBoxScale, inference.Problem, np.ndarray, np.ndarray]:
     design, _ = build_design(formula, data, bounds, None, need_bounds=True)
     scale = kng.UnitBoxScale.from_design(design)
     X, v = scale.transform(design)
     y_scaled = tuple((np.asarray(design.y_bounds, dtype=float) - scale.y_mid) / scale.y_half)
-    problem = inference.Problem(X, v, scale.column_bounds(design), y_scaled, scale.intercept_index, scale.to_user)
-    return scale, problem
+    public = (scale.column_bounds(design), y_scaled, scale.intercept_index, scale.to_user)
+    return scale, inference.Problem.of_arrays(X, v, *public), X, v
 
 
 def test_least_squares_sandwich_is_statsmodels_hc1_at_large_eps(engel: pd.DataFrame) -> None:
@@ -281,7 +283,7 @@ def test_least_squares_sandwich_is_statsmodels_hc1_at_large_eps(engel: pd.DataFr
     (1000 replicates; B = 2 because engel's OLS line leaves the B = 1 domain, tests/test_kng_limits.py)."""
     formula = "foodexp ~ income"
     reference = smf.ols(formula, engel).fit(cov_type="HC1")
-    scale, problem = scaled_problem(formula, engel, ENGEL_BOUNDS)
+    scale, problem, _, _ = scaled_problem(formula, engel, ENGEL_BOUNDS)
     phi = scale.to_scaled(reference.params.to_numpy())
     released = inference.release_least_squares(np.random.default_rng(0), problem, phi, EPS)
     noise = inference.Noise(EPS, "linf", 2.0)
@@ -320,16 +322,16 @@ def test_quantile_sandwich_is_powells_at_large_eps(engel: pd.DataFrame, tau: flo
     """Deterministic: at eps = 1e9 the released S and kernel matrix are the data's (noise ~1e-9), so the
     sandwich is Powell's computed from the data at the released bandwidth, to 1e-5."""
     formula = "foodexp ~ income"
-    scale, problem = scaled_problem(formula, engel, ENGEL_BOUNDS)
+    scale, problem, X, v = scaled_problem(formula, engel, ENGEL_BOUNDS)
     phi = scale.to_scaled(smf.quantreg(formula, engel).fit(q=tau).params.to_numpy())
     released = inference.release_quantile(np.random.default_rng(0), problem, phi, tau, EPS)
     n = engel.shape[0]
     noise = inference.Noise(EPS, "linf", 2.0)
     cov, privacy, _, ok = inference.quantile_sandwich(released.bread, released.meat.meat, released, n, tau, noise, 0)
     assert ok and np.all(np.abs(privacy) < 1e-12)
-    np.testing.assert_allclose(cov, powell(problem.X, problem.v, phi, tau, released.bandwidth), rtol=1e-5)
+    np.testing.assert_allclose(cov, powell(X, v, phi, tau, released.bandwidth), rtol=1e-5)
     # the bandwidth: Hall-Sheather at the median absolute residual's sigma (within one grid step)
-    sigma = np.median(np.abs(problem.v - problem.X @ phi)) / inference.median_abs_factor(tau)
+    sigma = np.median(np.abs(v - X @ phi)) / inference.median_abs_factor(tau)
     expected = inference.bandwidth(n, tau, sigma)
     assert released.bandwidth == pytest.approx(expected, rel=2**0.25 - 1)
 

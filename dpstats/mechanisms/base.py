@@ -92,6 +92,9 @@ class MechanismSpec:
     fit: FitFunction
     check_request: Callable[[PrivacyRequest, Mapping[str, object]], None] | None = None
     request_notion: Callable[[PrivacyRequest, Mapping[str, object]], str] | None = None
+    distributed: frozenset[str] = frozenset()
+    """The estimators whose ``fit`` reads the rows only through ``Design.total`` (sums over chunks of
+    rows, dpstats/moments.py), so that it runs on a Dask DataFrame's partitions (dpstats/distributed.py)."""
 
     def check_privacy(self, privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
         """Check the privacy parameters against the mechanism before any data are read.

@@ -106,4 +106,5 @@ SPEC = MechanismSpec(
     needs_delta=False,
     options=DEFAULTS,
     fit=fit,
+    distributed=frozenset({"ols", "quantreg"}),
 )

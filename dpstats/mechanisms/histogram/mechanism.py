@@ -17,6 +17,10 @@ the noise calibration, the thresholding and the default bins):
    weighted least squares or weighted quantile regression with the
    thresholded noisy counts as weights (Algorithm 1, section 4.2).
 
+The counts are read through ``design.total`` (a sum over rows,
+dpstats/moments.py), so a Dask DataFrame's partitions count their rows on the
+workers (dpstats/distributed.py); the noise is added once to the total.
+
 A :class:`~dpstats.design.Design` built without the formula front end (the
 audit harness's designs from arrays) has no variables; its response and
 every non-intercept column are then binned as numeric variables over their
@@ -40,6 +44,8 @@ released histogram, post-processing that spends nothing
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
@@ -47,8 +53,8 @@ from ...design import Design
 from ...quantiles import check_quantile
 from ..base import PrivacyRequest, Release
 from .cell_fits import CellFit, as_release, cell_intervals, check_response, fit_cells, fit_on_cells
-from .layout import Threshold, build_layout, check_threshold
-from .release import HistogramRelease, release_histogram
+from .layout import HistogramLayout, Threshold, build_layout, check_threshold
+from .release import HistogramRelease, release_cell_counts, release_histogram
 
 DEFAULTS: dict[str, object] = {"bins": None, "threshold": "enhanced", "sheppard": False}
 
@@ -96,7 +102,8 @@ def _fit_variables(
     variables = design.variables
     frame = variables.frame
     layout = build_layout(list(frame.columns), variables.bounds, variables.levels, bins, design.n, eps, estimator)
-    hist = release_histogram(frame, layout, eps, threshold, rng)
+    counts = design.total(functools.partial(cell_counts, layout))
+    hist = release_cell_counts(counts, design.n, layout, eps, threshold, rng)
     names = list(frame.columns)
     cell_fit = fit_on_cells(
         hist,
@@ -112,6 +119,11 @@ def _fit_variables(
         sheppard,
     )
     return hist, cell_fit
+
+
+def cell_counts(layout: HistogramLayout, design: Design) -> np.ndarray:
+    """The count of the design's variables in each cell of ``layout`` (a statistic for ``design.total``)."""
+    return layout.counts(design.variables.frame)
 
 
 def _fit_columns(

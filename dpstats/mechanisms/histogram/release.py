@@ -179,5 +179,19 @@ def release_histogram(
 
     ``kind`` is the class of the release (the front end's NoisyHistogram adds formula fits).
     """
-    noisy = release_counts(rng, layout.counts(frame), eps)
-    return kind(layout, len(frame), eps, threshold, histogram_privacy(eps), noisy, postprocessing_rng(rng))
+    return release_cell_counts(layout.counts(frame), len(frame), layout, eps, threshold, rng, kind)
+
+
+def release_cell_counts(
+    counts: np.ndarray,
+    n: int,
+    layout: HistogramLayout,
+    eps: float,
+    threshold: Threshold,
+    rng: np.random.Generator,
+    kind: type[HistogramRelease] = HistogramRelease,
+) -> HistogramRelease:
+    """Release the exact cell ``counts`` of n rows in ``layout`` (summed over chunks of the rows where
+    they are partitioned: dpstats/moments.py)."""
+    noisy = release_counts(rng, counts, eps)
+    return kind(layout, n, eps, threshold, histogram_privacy(eps), noisy, postprocessing_rng(rng))

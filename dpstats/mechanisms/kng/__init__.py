@@ -19,4 +19,5 @@ SPEC = KNGSpec(
     options=DEFAULTS,
     fit=fit,
     check_request=check_request,
+    distributed=frozenset({"ols"}),
 )

@@ -204,16 +204,55 @@ def bread_is_private(bounds: np.ndarray) -> bool:
 # --------------------------------------------------------------------------
 
 
+ScaledStatistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""Sums over the rows ``(X, v)`` of the scaled problem: what the standard errors read from the data."""
+
+
 @dataclass(frozen=True)
 class Problem:
-    """The mechanism's scaled problem: rows X, response v, the box of X's columns, v's bounds, the map back."""
+    """The mechanism's scaled problem: its rows, the box of X's columns, v's bounds, the map back.
 
-    X: np.ndarray
-    v: np.ndarray
+    ``total(statistic)`` sums a :data:`ScaledStatistic` over the n rows
+    (``Design.total``: on one machine or over a Dask DataFrame's partitions,
+    dpstats/moments.py); ``gram`` is X'X when it is already summed.
+    """
+
+    total: Callable[[ScaledStatistic], np.ndarray]
+    n: int
     bounds: np.ndarray
     v_bounds: tuple[float, float]
     intercept_index: int | None
     to_user: Callable[[np.ndarray], np.ndarray]
+    gram: np.ndarray | None = None
+
+    @classmethod
+    def of_arrays(cls, X: np.ndarray, v: np.ndarray, *public) -> Problem:
+        """The problem of rows held as arrays (``public``: the other fields but n, in order)."""
+        return cls(lambda statistic: statistic(X, v), X.shape[0], *public)
+
+    def gram_matrix(self) -> np.ndarray:
+        """X'X (summed over the rows unless already known)."""
+        return self.total(gram) if self.gram is None else self.gram
+
+
+def gram(X: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """X'X of the scaled rows (a :data:`ScaledStatistic`)."""
+    return X.T @ X
+
+
+def residual_counts(phi: np.ndarray, grid: np.ndarray, X: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``#{i : |v_i - x_i'phi| <= t}`` for each t of the ``grid`` (a :data:`ScaledStatistic`)."""
+    return np.searchsorted(np.sort(np.abs(v - X @ phi)), grid, side="right").astype(float)
+
+
+def residual_meat(phi: np.ndarray, L: np.ndarray, bound: float, X: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The meat's upper triangle of the centred rows ``L x``, residuals at ``phi`` clipped at ``bound``."""
+    return sandwich.meat(X @ L.T, sandwich.clipped_residuals(v, X @ phi, bound))
+
+
+def kernel_meat(phi: np.ndarray, L: np.ndarray, h: float, X: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The kernel matrix's upper triangle: ``sum 1{|r_i| <= h} w_i w_i'`` of the centred rows ``w = L x``."""
+    return sandwich.meat(X @ L.T, (np.abs(v - X @ phi) <= h).astype(float))
 
 
 @dataclass(frozen=True)
@@ -232,16 +271,18 @@ class Released:
     bandwidth: float | None = None
 
 
-def release_bread(rng: np.random.Generator, X: np.ndarray, bounds: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
+def release_bread(rng: np.random.Generator, problem: Problem, eps: float) -> tuple[np.ndarray, float]:
     """S = X'X: its upper triangle with Laplace noise (sensitivity ``bread_sensitivity``), and the noise's scale.
 
     Public (no release, scale 0) when every column is constant on the box.
     """
-    p = X.shape[1]
+    bounds = problem.bounds
+    p = bounds.shape[0]
     if not bread_is_private(bounds):
-        return X.shape[0] * np.outer(bounds[:, 0], bounds[:, 0]), 0.0
+        return problem.n * np.outer(bounds[:, 0], bounds[:, 0]), 0.0
     sensitivity = sandwich.bread_sensitivity(bounds)
-    upper = noise.laplace_mechanism(rng, sandwich.upper_triangle(X.T @ X), sensitivity, eps, "SE: X'X")
+    exact = sandwich.upper_triangle(problem.gram_matrix())
+    upper = noise.laplace_mechanism(rng, exact, sensitivity, eps, "SE: X'X")
     return sandwich.from_upper_triangle(np.atleast_1d(upper), p), sensitivity / eps
 
 
@@ -273,17 +314,16 @@ def centred_box(bounds: np.ndarray, L: np.ndarray, intercept_index: int | None) 
 
 def release_least_squares(rng: np.random.Generator, problem: Problem, phi: np.ndarray, eps: float) -> Released:
     """S, then the HC meat of the centred rows at the released ``phi``, at budget eps in all (:func:`split`)."""
-    X, bounds, icpt = problem.X, problem.bounds, problem.intercept_index
-    parts = dict(split("ols", eps, X.shape[0], bounds, icpt))
-    bread, bread_scale = release_bread(rng, X, bounds, parts.get("SE: X'X", 0.0))
-    L = centring(bread, bounds, X.shape[0], icpt)
-    fitted = X @ phi
+    n, bounds, icpt = problem.n, problem.bounds, problem.intercept_index
+    parts = dict(split("ols", eps, n, bounds, icpt))
+    bread, bread_scale = release_bread(rng, problem, parts.get("SE: X'X", 0.0))
+    L = centring(bread, bounds, n, icpt)
     top = sandwich.residual_bound(phi, bounds, problem.v_bounds)
-    scale = release_scale(rng, np.abs(problem.v - fitted), top, parts["SE: residual scale"])
-    bound = min(top, residual_sigmas(X.shape[0], eps) * scale / median_abs_factor(0.5))
-    residuals = sandwich.clipped_residuals(problem.v, fitted, bound)
+    scale = release_scale(rng, problem, phi, top, parts["SE: residual scale"])
+    bound = min(top, residual_sigmas(n, eps) * scale / median_abs_factor(0.5))
+    full = problem.total(functools.partial(residual_meat, phi, L, bound))
     meat_eps = sum(parts[name] for name in sandwich.MEAT_NAMES if name in parts)
-    meat = sandwich.release_meat(rng, X @ L.T, residuals, centred_box(bounds, L, icpt), bound, meat_eps, icpt)
+    meat = sandwich.release_meat_sums(rng, full, centred_box(bounds, L, icpt), bound, meat_eps, icpt)
     return Released(bread, bread_scale, meat, L)
 
 
@@ -322,17 +362,18 @@ def bandwidth(n: int, tau: float, sigma: float, alpha: float = 0.05) -> float:
     return float(sigma * (normal.ppf(tau + h_q) - normal.ppf(tau - h_q)))
 
 
-def release_scale(rng: np.random.Generator, abs_residuals: np.ndarray, top: float, eps: float) -> float:
-    """The median of ``|r_i|`` by the exponential mechanism on the grid ``top * SCALE_GRID`` (sensitivity 1).
+def release_scale(rng: np.random.Generator, problem: Problem, phi: np.ndarray, top: float, eps: float) -> float:
+    """The median of ``|r_i|`` at ``phi`` by the exponential mechanism on the grid ``top * SCALE_GRID``.
 
-    Utility ``u(t) = -|#{|r_i| <= t} - n/2|``: replacing a row moves each count
-    by at most 1. The grid depends on the released estimate only (``top``).
+    Utility ``u(t) = -|#{|r_i| <= t} - n/2|`` (sensitivity 1): replacing a row
+    moves each count by at most 1. The grid depends on the released estimate
+    only (``top``); the counts are sums over the rows (:func:`residual_counts`).
     """
     grid = top * SCALE_GRID
-    n = abs_residuals.size
+    counts = problem.total(functools.partial(residual_counts, phi, grid))
+    n = problem.n
 
     def utility() -> np.ndarray:
-        counts = np.searchsorted(np.sort(abs_residuals), grid, side="right")
         return -np.abs(counts - n / 2.0)
 
     def draw(generator: np.random.Generator) -> float:
@@ -343,18 +384,17 @@ def release_scale(rng: np.random.Generator, abs_residuals: np.ndarray, top: floa
 
 def release_quantile(rng: np.random.Generator, problem: Problem, phi: np.ndarray, tau: float, eps: float) -> Released:
     """S, the residual scale, then the kernel matrix of the centred rows at the bandwidth it gives."""
-    X, bounds, icpt = problem.X, problem.bounds, problem.intercept_index
-    parts = dict(split("quantreg", eps, X.shape[0], bounds, icpt))
-    bread, bread_scale = release_bread(rng, X, bounds, parts.get("SE: X'X", 0.0))
-    L = centring(bread, bounds, X.shape[0], icpt)
-    abs_residuals = np.abs(problem.v - X @ phi)
+    n, bounds, icpt = problem.n, problem.bounds, problem.intercept_index
+    parts = dict(split("quantreg", eps, n, bounds, icpt))
+    bread, bread_scale = release_bread(rng, problem, parts.get("SE: X'X", 0.0))
+    L = centring(bread, bounds, n, icpt)
     top = sandwich.residual_bound(phi, bounds, problem.v_bounds)
-    scale = release_scale(rng, abs_residuals, top, parts["SE: residual scale"])
-    h = bandwidth(X.shape[0], tau, scale / median_abs_factor(tau))
-    inside = (abs_residuals <= h).astype(float)
+    scale = release_scale(rng, problem, phi, top, parts["SE: residual scale"])
+    h = bandwidth(n, tau, scale / median_abs_factor(tau))
+    full = problem.total(functools.partial(kernel_meat, phi, L, h))
     kernel_eps = sum(parts[name] for name in KERNEL_NAMES if name in parts)
     box = centred_box(bounds, L, icpt)
-    kernel = sandwich.release_meat(rng, X @ L.T, inside, box, 1.0, kernel_eps, icpt, names=KERNEL_NAMES)
+    kernel = sandwich.release_meat_sums(rng, full, box, 1.0, kernel_eps, icpt, names=KERNEL_NAMES)
     return Released(bread, bread_scale, kernel, L, h)
 
 
@@ -643,7 +683,7 @@ def standard_errors(
         released = release_least_squares(rng, problem, phi, eps)
     else:
         released = release_quantile(rng, problem, phi, tau, eps)
-    n = problem.X.shape[0]
+    n = problem.n
     to_user = affine_map(problem.to_user, phi.size)
     return uncertainty(
         noise.postprocessing_rng(rng), released, phi, n, tau, kng_noise, problem.intercept_index, to_user

@@ -76,6 +76,12 @@ spend the share ``se_share`` of eps (the draw gets the rest) on a noisy sandwich
 and re-draw the K-norm noise in a parametric bootstrap; ``se_share=0`` releases
 the draw alone at the whole eps (the paper's algorithm) and the SEs are NaN.
 
+Least squares reads its rows only through ``design.total`` (X'X and X'v
+for the draw; X'X, the residual counts and the meat for the standard errors:
+sums over rows, dpstats/moments.py), so it runs on a Dask DataFrame's
+partitions (dpstats/distributed.py); quantile regression's chain evaluates
+the check loss on every row at every step and needs the rows in one place.
+
 In the limit eps -> infinity the KNG density concentrates on the set where
 ``||grad l||_K`` is smallest. For least squares that is the OLS fit (when it
 lies in Theta). For quantile regression the gradient is piecewise constant and
@@ -89,6 +95,7 @@ errors: a property of the mechanism, measured in tests/test_kng_limits.py.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Mapping
@@ -331,17 +338,20 @@ def fit(
     tau = None if q is None else check_quantile(q)
     B = DEFAULT_B[estimator] if B is None else check_B(B)
     scale = UnitBoxScale.from_design(design)
-    X, v = scale.transform(design)
-    d = X.shape[1]
+    d, n = design.n_columns, design.n
     steps = default_steps(d, estimator) if steps is None else check_steps(steps)
     if d == 1:
         steps = 1
     bounds = scale.column_bounds(design)
     share = privacy.share(inference.DEFAULT_SHARE[estimator])
     eps = privacy.eps * (1.0 - share)
+    rows = functools.partial(_scaled_total, design, scale)
+    gram = None
     if tau is None:
         delta = least_squares_sensitivity(B, norm, bounds)
-        ls_target = kng_sampler.LeastSquaresTarget(X.T @ X, X.T @ v, eps / (2.0 * delta), norm)
+        sums = rows(least_squares_sums)
+        gram = sums[:, :d]
+        ls_target = kng_sampler.LeastSquaresTarget(gram, sums[:, d], eps / (2.0 * delta), norm)
         target: kng_sampler.Target = ls_target
         name = "kng"
 
@@ -349,7 +359,7 @@ def fit(
             return kng_sampler.sample_least_squares(r, ls_target, B, steps)[0]
     else:
         delta = quantile_sensitivity(tau, norm, bounds)
-        target = kng_sampler.QuantileTarget(X, v, tau, eps / (2.0 * delta), norm)
+        target = kng_sampler.QuantileTarget(*scale.transform(design), tau, eps / (2.0 * delta), norm)
         name = f"kng(q={tau:g})"
 
         def draw(r: np.random.Generator) -> np.ndarray:
@@ -365,9 +375,7 @@ def fit(
         name,
     )
     phi = np.asarray(phi, dtype=float).reshape(d)
-    se_split = (
-        inference.split(estimator, privacy.eps * share, X.shape[0], bounds, scale.intercept_index) if share > 0 else ()
-    )
+    se_split = inference.split(estimator, privacy.eps * share, n, bounds, scale.intercept_index) if share > 0 else ()
     spent = PrivacySpent(
         notion="pure",
         eps=privacy.eps,
@@ -381,7 +389,7 @@ def fit(
     se = inference.Uncertainty(np.full((d, d), np.nan), None, inference.NO_SE_NOTE)
     if share > 0:
         y_scaled = tuple((np.asarray(design.y_bounds, dtype=float) - scale.y_mid) / scale.y_half)
-        problem = inference.Problem(X, v, bounds, y_scaled, scale.intercept_index, scale.to_user)
+        problem = inference.Problem(rows, n, bounds, y_scaled, scale.intercept_index, scale.to_user, gram)
         se = inference.standard_errors(rng, problem, phi, tau, privacy.eps * share, inference.Noise(target.c, norm, B))
     return Release(
         params=scale.to_user(phi),
@@ -392,6 +400,21 @@ def fit(
         replicates=se.replicates,
         interval="percentile",
     )
+
+
+def least_squares_sums(X: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``[X'X, X'v]`` (d x (d + 1)) of the scaled rows: least squares' sufficient statistics."""
+    return np.column_stack([X.T @ X, X.T @ v])
+
+
+def scaled_rows(scale: UnitBoxScale, statistic: inference.ScaledStatistic, design: Design) -> np.ndarray:
+    """``statistic(X, v)`` of the design's rows on the scaled problem (a statistic for ``design.total``)."""
+    return statistic(*scale.transform(design))
+
+
+def _scaled_total(design: Design, scale: UnitBoxScale, statistic: inference.ScaledStatistic) -> np.ndarray:
+    """``statistic`` summed over the design's rows on the scaled problem."""
+    return design.total(functools.partial(scaled_rows, scale, statistic))
 
 
 @dataclass(frozen=True)

@@ -20,4 +20,5 @@ SPEC = MechanismSpec(
     needs_delta=False,
     options={},
     fit=fit,
+    distributed=frozenset({"ols"}),
 )

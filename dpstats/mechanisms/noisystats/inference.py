@@ -38,6 +38,8 @@ through the inverse. Both parts are reported:
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +53,11 @@ DEFAULT_SHARE = 0.2
 REPLICATES = 1000
 """Bootstrap refits (public)."""
 
+
+UnitStatistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""Sums of the rows ``(U, v)`` on the unit scale: what the standard errors read from the data."""
+UnitRows = Callable[[UnitStatistic], np.ndarray]
+"""A statistic of the unit-scale rows summed over all of them (``Design.total``, dpstats/moments.py)."""
 
 SUM_SHARE = 0.1
 """With an intercept, the part of the standard errors' budget spent on the column sums."""
@@ -74,33 +81,45 @@ class CenteredSandwich:
 
 def release_centered_sandwich(
     rng: np.random.Generator,
-    U: np.ndarray,
-    v: np.ndarray,
+    rows: UnitRows,
+    n: int,
     coef_unit: np.ndarray,
     eps: float,
     blocks: tuple[tuple[int, ...], ...] = (),
-    u_sum: np.ndarray | None = None,
+    *,
+    u_sum: np.ndarray,
+    sums_released: bool = False,
 ) -> CenteredSandwich:
     """Noisy ``sum_i u_i``, then the meat of rows ``(1, u_i - c)``, at budget eps in all (:func:`centered_split`).
 
     ``coef_unit`` = (intercept, slopes) on the unit scale, already released;
-    c = the noisy means clipped to [0, 1], public once released. Sums that
-    were already released (``u_sum``: the first row of a released ``W'W``) are
-    not released again. The meat's sensitivity uses the rows' one-hot
-    ``blocks`` too (dpstats/sandwich.py, ``row_norms``).
+    c = the noisy means clipped to [0, 1], public once released. ``u_sum``
+    are the exact column sums, released here with noise, or sums that were
+    already released (``sums_released``: the first row of a released
+    ``W'W``), which are not released again. The meat's sensitivity uses the
+    rows' one-hot ``blocks`` too (dpstats/sandwich.py, ``row_norms``); its
+    statistic is summed by ``rows`` (a second pass over the data).
     """
-    n, p = U.shape
-    eps_sum = 0.0 if u_sum is not None else eps * SUM_SHARE
-    if u_sum is None:
-        u_sum = np.atleast_1d(noise.laplace_mechanism(rng, U.sum(axis=0), float(p), eps_sum, "SE: sum(x)"))
+    p = u_sum.size
+    eps_sum = 0.0 if sums_released else eps * SUM_SHARE
+    if not sums_released:
+        u_sum = np.atleast_1d(noise.laplace_mechanism(rng, u_sum, float(p), eps_sum, "SE: sum(x)"))
     centre = np.clip(u_sum / n, 0.0, 1.0)
-    W = np.column_stack([np.ones(n), U - centre])
     box = np.vstack([[1.0, 1.0], np.column_stack([-centre, 1.0 - centre])])
-    bound = sandwich.residual_bound(_centred(coef_unit, centre), box, (0.0, 1.0))
-    residuals = sandwich.clipped_residuals(v, W @ _centred(coef_unit, centre), bound)
+    coef_centred = _centred(coef_unit, centre)
+    bound = sandwich.residual_bound(coef_centred, box, (0.0, 1.0))
+    full = rows(functools.partial(centred_meat, centre, coef_centred, bound))
     norms = sandwich.row_norms(p, blocks, centre)
-    released = sandwich.release_meat(rng, W, residuals, box, bound, eps - eps_sum, 0, norms)
+    released = sandwich.release_meat_sums(rng, full, box, bound, eps - eps_sum, 0, norms)
     return CenteredSandwich(u_sum=u_sum, centre=centre, meat=released)
+
+
+def centred_meat(
+    centre: np.ndarray, coef_centred: np.ndarray, bound: float, U: np.ndarray, v: np.ndarray
+) -> np.ndarray:
+    """The meat's upper triangle of the rows ``w = (1, u - c)``, residuals at ``coef_centred`` clipped at ``bound``."""
+    W = np.column_stack([np.ones(U.shape[0]), U - centre])
+    return sandwich.meat(W, sandwich.clipped_residuals(v, W @ coef_centred, bound))
 
 
 def _centred(coef: np.ndarray, centre: np.ndarray) -> np.ndarray:

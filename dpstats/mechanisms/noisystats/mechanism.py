@@ -40,15 +40,24 @@ Standard errors (:mod:`.inference`): with the share ``se_share`` of eps
 meat is released and a parametric bootstrap through the mechanism's noise
 gives basic intervals covering the sampling error and the privacy noise.
 ``se_share=0`` releases nothing more and the standard errors are NaN.
+
+The rows are read only through ``design.total`` (dpstats/moments.py): the
+statistics below are sums over rows (the unit-scale moments, the uncentred
+cross-products, the residual meat at a released estimate), so a Dask
+DataFrame's partitions compute them on the workers (dpstats/distributed.py)
+and everything from the sums to the release is this module's code.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from ... import noise, sandwich
 from ...design import CenteredUnitScale, Design, place_coefficients
 from ...intervals import product
+from ...moments import Moments
 from ...noise import laplace_mechanism
 from ...privacy import PrivacySpent
 from ...sandwich import from_upper_triangle, upper_triangle
@@ -100,6 +109,17 @@ def _split(
     return point if share == 0 else (*point, *se_parts)
 
 
+def unit_moments(scale: CenteredUnitScale, design: Design) -> Moments:
+    """The moments of the rows ``(u, v)`` on the unit scale (a statistic for ``design.total``)."""
+    U, v = scale.transform(design)
+    return Moments.of(np.column_stack([U, v]))
+
+
+def on_unit_scale(scale: CenteredUnitScale, statistic: inference.UnitStatistic, design: Design) -> np.ndarray:
+    """``statistic(U, v)`` of the design's rows on the unit scale (a statistic for ``design.total``)."""
+    return statistic(*scale.transform(design))
+
+
 def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Release:
     eps, n = privacy.eps, design.n
     share = privacy.share(inference.DEFAULT_SHARE)
@@ -109,15 +129,14 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     eps3 = split[0][1]
     note = SE_NOTE if share > 0 else NO_SE_NOTE
     scale = CenteredUnitScale.from_design(design)
-    U, v = scale.transform(design)
-    p = U.shape[1]
-    u_bar, v_bar = U.mean(axis=0), v.mean()
-    Uc = U - u_bar
+    p = design.slope_indices.size
+    moments = design.total(functools.partial(unit_moments, scale))
+    u_bar, v_bar = moments.mean[:p], moments.mean[p]
     delta = centered_sensitivity(n)
     xy_sensitivity, xx_sensitivity = p * delta, p * (p + 1) / 2 * delta
 
-    s_xy = laplace_mechanism(rng, Uc.T @ (v - v_bar), xy_sensitivity, eps3, "ncov(x, y)")
-    s_xx_upper = laplace_mechanism(rng, upper_triangle(Uc.T @ Uc), xx_sensitivity, eps3, "nvar(x)")
+    s_xy = laplace_mechanism(rng, moments.comoment[:p, p], xy_sensitivity, eps3, "ncov(x, y)")
+    s_xx_upper = laplace_mechanism(rng, upper_triangle(moments.comoment[:p, :p]), xx_sensitivity, eps3, "nvar(x)")
     s_xx = from_upper_triangle(np.atleast_1d(s_xx_upper), p)
     s_xy = np.atleast_1d(s_xy)
     noisy_stats = _user_unit_stats(scale, s_xx, s_xy)
@@ -133,7 +152,8 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     if share == 0:
         return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats)
 
-    released = inference.release_centered_sandwich(rng, U, v, coef_unit, eps * share)
+    rows = functools.partial(_unit_total, design, scale)
+    released = inference.release_centered_sandwich(rng, rows, n, coef_unit, eps * share, u_sum=n * u_bar)
     scales = (xx_sensitivity / eps3, xy_sensitivity / eps3, 1.0 / (n * eps3))
     to_user = (scale.jacobian(), scale.offset(), _design_order(design))
     cov, replicates = inference.centered_uncertainty(
@@ -151,9 +171,9 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     spent = PrivacySpent(notion="pure", eps=eps, split=split)
     note = SE_NOTE if share > 0 else NO_SE_NOTE
     scale = CenteredUnitScale.from_design(design)
-    U, v = scale.transform(design)
+    rows = functools.partial(_unit_total, design, scale)
     blocks = slope_blocks(design)
-    wtw, wtv, layout, noise_scale = structured.release(rng, U, v, blocks, split[0][1])
+    wtw, wtv, layout, noise_scale = structured.release(rng, rows, n, p, blocks, split[0][1])
     u_sum = wtw[0, 1:]
     s_xx = wtw[1:, 1:] - np.outer(u_sum, u_sum) / n
     noisy_stats = _user_unit_stats(scale, s_xx, wtv[1:] - u_sum * wtv[0] / n)
@@ -165,12 +185,31 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     if share == 0:
         return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats)
 
-    released = inference.release_centered_sandwich(rng, U, v, coef_unit, eps * share, blocks, u_sum=u_sum)
+    released = inference.release_centered_sandwich(
+        rng, rows, n, coef_unit, eps * share, blocks, u_sum=u_sum, sums_released=True
+    )
     to_user = (scale.jacobian(), scale.offset(), _design_order(design))
     cov, replicates = inference.structured_uncertainty(
         noise.postprocessing_rng(rng), released, coef_unit, wtw, layout, noise_scale, n, to_user
     )
     return _release(params, cov, replicates, spent, note, noisy_stats)
+
+
+def _unit_total(design: Design, scale: CenteredUnitScale, statistic: inference.UnitStatistic) -> np.ndarray:
+    """``statistic(U, v)`` summed over the design's rows on the unit scale."""
+    return design.total(functools.partial(on_unit_scale, scale, statistic))
+
+
+def origin_sums(x_scale: np.ndarray, y_scale: float, design: Design) -> np.ndarray:
+    """``X'y`` then the upper triangle of ``X'X`` of the rows divided by the scales (a statistic)."""
+    Xs, ys = design.X / x_scale, design.y / y_scale
+    return np.concatenate([Xs.T @ ys, upper_triangle(Xs.T @ Xs)])
+
+
+def origin_meat(x_scale: np.ndarray, y_scale: float, coef: np.ndarray, bound: float, design: Design) -> np.ndarray:
+    """The meat's upper triangle at the released ``coef``, residuals clipped at ``bound`` (a statistic)."""
+    Xs, ys = design.X / x_scale, design.y / y_scale
+    return sandwich.meat(Xs, sandwich.clipped_residuals(ys, Xs @ coef, bound))
 
 
 def _design_order(design: Design) -> np.ndarray:
@@ -190,15 +229,15 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
     note = SE_NOTE if share > 0 else NO_SE_NOTE
     x_scale = np.abs(design.x_bounds).max(axis=1)
     y_scale = float(np.abs(design.y_bounds).max())
-    Xs, ys = design.X / x_scale, design.y / y_scale
     xb = design.x_bounds / x_scale[:, None]
     yb = (design.y_bounds[0] / y_scale, design.y_bounds[1] / y_scale)
-    p = Xs.shape[1]
+    p = design.n_columns
+    sums = design.total(functools.partial(origin_sums, x_scale, y_scale))
 
     xy_sensitivity = sum(hi - lo for lo, hi in (product(tuple(xb[j]), yb) for j in range(p)))
     xx_sensitivity = sandwich.bread_sensitivity(xb)
-    xty = np.atleast_1d(laplace_mechanism(rng, Xs.T @ ys, xy_sensitivity, eps2, "X'y"))
-    xtx_upper = laplace_mechanism(rng, upper_triangle(Xs.T @ Xs), xx_sensitivity, eps2, "X'X")
+    xty = np.atleast_1d(laplace_mechanism(rng, sums[:p], xy_sensitivity, eps2, "X'y"))
+    xtx_upper = laplace_mechanism(rng, sums[p:], xx_sensitivity, eps2, "X'X")
     xtx = from_upper_triangle(np.atleast_1d(xtx_upper), p)
     noisy_stats = {
         "X'X": xtx * np.outer(x_scale, x_scale),
@@ -212,8 +251,8 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
         return _release(params, np.full((p, p), np.nan), None, spent, note, noisy_stats)
 
     bound = sandwich.residual_bound(coef_scaled, xb, yb)
-    residuals = sandwich.clipped_residuals(ys, Xs @ coef_scaled, bound)
-    released = sandwich.release_meat(rng, Xs, residuals, xb, bound, eps * share, None)
+    full = design.total(functools.partial(origin_meat, x_scale, y_scale, coef_scaled, bound))
+    released = sandwich.release_meat_sums(rng, full, xb, bound, eps * share, None)
     scales = (xx_sensitivity / eps2, xy_sensitivity / eps2)
     cov, replicates = inference.origin_uncertainty(
         noise.postprocessing_rng(rng), released, coef_scaled, xtx, design.n, scales, y_scale / x_scale

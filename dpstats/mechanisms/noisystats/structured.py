@@ -44,6 +44,7 @@ Failure (the paper's output ⊥) is a noisy ``W'W`` that is not positive definit
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,14 +148,21 @@ def structured_sensitivity(continuous: int, block_sizes: tuple[int, ...]) -> int
 
 
 def release(
-    rng: np.random.Generator, U: np.ndarray, v: np.ndarray, blocks: tuple[tuple[int, ...], ...], eps: float
+    rng: np.random.Generator,
+    rows: Callable[[Callable[[np.ndarray, np.ndarray], np.ndarray]], np.ndarray],
+    n: int,
+    p: int,
+    blocks: tuple[tuple[int, ...], ...],
+    eps: float,
 ) -> tuple[np.ndarray, np.ndarray, Layout, float]:
-    """One Laplace release of the layout's entries at budget eps: ``(W'W, W'v, layout, Laplace scale)``."""
-    n, p = U.shape
+    """One Laplace release of the layout's entries at budget eps: ``(W'W, W'v, layout, Laplace scale)``.
+
+    ``rows`` sums :meth:`Layout.values` over the n rows ``(U, v)`` (p slope columns) on the unit scale.
+    """
     layout = Layout.of(p, blocks)
     in_block = sum(len(b) for b in blocks)
     sensitivity = structured_sensitivity(p - in_block, tuple(len(b) for b in blocks))
-    noisy = np.atleast_1d(noise.laplace_mechanism(rng, layout.values(U, v), float(sensitivity), eps, NAME))
+    noisy = np.atleast_1d(noise.laplace_mechanism(rng, rows(layout.values), float(sensitivity), eps, NAME))
     wtw, wtv = layout.matrices(noisy, n)
     return wtw, wtv, layout, sensitivity / eps
 

@@ -1,0 +1,87 @@
+"""NoisyStats on 10^8 rows that are never on the client: a lazily generated dask DataFrame on a LocalCluster.
+
+Each partition is generated on a worker from its own seed (``dd.from_map``):
+``x ~ U(0, 10)``, ``z ~ U(-1, 1)``, ``y = 1 + 0.5 x - z + N(0, 1)``, 3 float
+columns (2.4 GB at 10^8 rows). ``dp_ols("y ~ x + z", ..., method="noisystats")``
+at eps = 1 with the default standard errors reads the data three times (the
+row count, the unit-scale moments, the residual meat at the released
+estimate: dpstats/distributed.py); only the partitions' sums reach the client.
+
+Printed: the wall time of the fit, the client's peak memory in two measures
+(``tracemalloc``: the peak of Python and numpy allocations traced during the
+fit; ``ru_maxrss``: the peak resident set of the client process over its whole
+life, which also hosts the LocalCluster's scheduler), the estimates against the
+truth, and for scale the data's size in memory.
+
+    python benchmarks/bench_dask.py [--rows 100000000] [--partitions 100] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+import tracemalloc
+
+import dask
+import dask.dataframe as dd
+import distributed
+import numpy as np
+import pandas as pd
+
+import dpstats
+
+BOUNDS = {"x": (0.0, 10.0), "z": (-1.0, 1.0), "y": (-5.0, 12.0)}
+TRUTH = {"Intercept": 1.0, "x": 0.5, "z": -1.0}
+META = pd.DataFrame({"x": np.zeros(0), "z": np.zeros(0), "y": np.zeros(0)})
+
+
+def partition(seed_and_rows: tuple[int, int]) -> pd.DataFrame:
+    """One partition, generated where it is computed (a worker)."""
+    seed, rows = seed_and_rows
+    rng = np.random.default_rng([20261125, seed])
+    x, z = rng.uniform(0.0, 10.0, rows), rng.uniform(-1.0, 1.0, rows)
+    return pd.DataFrame({"x": x, "z": z, "y": 1.0 + 0.5 * x - z + rng.normal(0.0, 1.0, rows)})
+
+
+def lazy_frame(rows: int, partitions: int) -> dd.DataFrame:
+    """``rows`` rows in ``partitions`` partitions, none generated yet."""
+    sizes = np.full(partitions, rows // partitions)
+    sizes[: rows % partitions] += 1
+    return dd.from_map(partition, list(enumerate(sizes.tolist())), meta=META)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=10**8)
+    parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    data = lazy_frame(args.rows, args.partitions)
+    with (
+        distributed.LocalCluster(
+            n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+        dask.config.set(scheduler=client),
+    ):
+        tracemalloc.start()
+        start = time.perf_counter()
+        res = dpstats.dp_ols("y ~ x + z", data, eps=1.0, bounds=BOUNDS, method="noisystats", random_state=1)
+        seconds = time.perf_counter() - start
+        _, traced_peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    mb = 2**20
+    print(f"rows {args.rows:,} in {args.partitions} partitions on {args.workers} worker processes (1 thread each)")
+    print(f"{'data size (3 float64 columns, never on the client)':<58}{args.rows * 3 * 8 / mb:>12,.0f} MB")
+    print(f"{'fit time (dp_ols, noisystats, eps = 1, with SEs)':<58}{seconds:>12.1f} s")
+    print(f"{'client peak, tracemalloc during the fit':<58}{traced_peak / mb:>12.1f} MB")
+    print(f"{'client peak, ru_maxrss of the process (with scheduler)':<58}{rss_peak / mb:>12.1f} MB")
+    print(f"{'term':<12}{'truth':>10}{'estimate':>14}{'std.error':>14}")
+    for term, truth in TRUTH.items():
+        print(f"{term:<12}{truth:>10.4f}{res.params[term]:>14.6f}{res.bse[term]:>14.2e}")
+
+
+if __name__ == "__main__":
+    main()

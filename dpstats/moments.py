@@ -1,0 +1,52 @@
+"""Statistics of rows that add over disjoint chunks of the rows (one machine or a Dask cluster's partitions).
+
+A mechanism reads its rows only through ``Design.total(statistic)``
+(dpstats/design.py): ``statistic`` maps the rows of a design to something that
+adds, a numpy array of sums or :class:`Moments`. On one machine it is applied
+to all the rows at once; on a Dask DataFrame (dpstats/distributed.py) to each
+partition on the workers, and the partial results are added. Either way the
+release that follows is the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Moments:
+    """The count, means and centred cross-products ``sum_i (z_i - mean)(z_i - mean)'`` of rows z_i.
+
+    ``+`` merges the moments of two disjoint chunks exactly (Chan, Golub &
+    LeVeque 1979, the pairwise update): ``C = C_a + C_b + d d' n_a n_b / n``
+    with ``d = mean_b - mean_a``. Centring inside each chunk keeps the
+    precision of the two-pass formula, which the uncentred ``Z'Z - n m m'``
+    loses when the means are large next to the spread.
+    """
+
+    n: int
+    mean: np.ndarray
+    comoment: np.ndarray
+
+    @classmethod
+    def of(cls, Z: np.ndarray) -> Moments:
+        """The moments of the rows of ``Z`` (n x k; zero rows give zero moments)."""
+        n, k = Z.shape
+        if n == 0:
+            return cls(0, np.zeros(k), np.zeros((k, k)))
+        mean = Z.mean(axis=0)
+        centred = Z - mean
+        return cls(n, mean, centred.T @ centred)
+
+    def __add__(self, other: Moments) -> Moments:
+        if other.n == 0:
+            return self
+        if self.n == 0:
+            return other
+        n = self.n + other.n
+        d = other.mean - self.mean
+        mean = self.mean + d * (other.n / n)
+        comoment = self.comoment + other.comoment + np.outer(d, d) * (self.n * other.n / n)
+        return Moments(n, mean, comoment)
