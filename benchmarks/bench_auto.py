@@ -22,17 +22,23 @@ reference level for the categorical cells), OLS the non-private fit on the same 
 is the error due to privacy); averaged over data sets. A failed release counts as an infinite
 error (so a method failing in more than 32% of a data set's trials scores infinity).
 
-Methods: every explicit candidate of ``method="auto"`` that applies (dpstats/planning/candidates.py:
-NoisyStats, Theil-Sen, gradient descent, the histogram; Tukey needs delta > 0) with its defaults,
-the default ``se_share`` included, as a user gets them; ``auto`` is the candidate that
-``dpstats.planning.selection.choose`` picks from the cell's public facts (the same for every data
-set of a cell, so its column is that candidate's, same draws); and the peers (benchmark-only
-extras, skipped with a message when missing): diffprivlib 0.6.6 ``LinearRegression`` at its own
-calibration (its sensitivities are one row's largest contribution, i.e. add/remove neighbours,
-up to 2x less noise than replace-one would need), OpenDP 0.16 ``LinearRegression`` (d = 1 only;
-one matching, 100 candidates, calibrated by its own privacy map at replace-one distance 2, as in
-benchmarks/bench_theilsen_vs_opendp.py). The peers spend all of eps on the point; dpstats'
-columns spend the default share on the standard errors.
+Methods, all at the same guarantee: eps-DP for replace-one neighbours (docs/DESIGN.md section 2),
+the whole eps spent on the point estimate (``se_share=0``: the peers release no standard errors,
+so a default dpstats call, which spends part of eps on them, would be compared at a smaller
+point budget):
+
+* every explicit candidate of ``method="auto"`` that applies (dpstats/planning/candidates.py:
+  NoisyStats, Theil-Sen, gradient descent, the histogram; Tukey needs delta > 0) with its
+  defaults;
+* ``auto``: the candidate that ``dpstats.planning.selection.choose`` picks from the cell's public
+  facts (the same for every data set of a cell, so its column is that candidate's, same draws);
+* the peers (benchmark-only extras, skipped with a message when missing): diffprivlib 0.6.6
+  ``LinearRegression`` at eps / 2 (its sensitivities are one row's largest contribution, so its
+  epsilon is for add/remove neighbours; replacing a row is a removal and an addition, so eps / 2
+  gives replace-one eps-DP); ``diffprivlib (a/r)`` at eps, for information only (a weaker
+  guarantee, not in the verdict); OpenDP 0.16 ``LinearRegression`` (d = 1 only; one matching,
+  100 candidates, calibrated by its own privacy map at replace-one distance 2, as in
+  benchmarks/bench_theilsen_vs_opendp.py).
 
 Verdict lines (the issue's targets): auto within 1.1x of the best explicit method in >= 90% of
 cells; auto at or below the better peer in >= 90% of cells; auto's failure rate <= 1% wherever
@@ -164,7 +170,7 @@ def dpstats_fitters() -> dict[str, Fitter]:
         options = spec.check_options(dict(candidate.options))
 
         def fit(design: Design, eps: float, rng: np.random.Generator, spec=spec, options=options) -> np.ndarray | None:
-            release = spec.fit(design, PrivacyRequest(eps), rng, **options)
+            release = spec.fit(design, PrivacyRequest(eps, se_share=0.0), rng, **options)
             return None if release.failed else np.asarray(release.params, dtype=float)
 
         fitters[candidate.label] = fit
@@ -172,25 +178,31 @@ def dpstats_fitters() -> dict[str, Fitter]:
 
 
 def diffprivlib_fitter() -> dict[str, Fitter]:
-    """diffprivlib's LinearRegression on the design's columns (empty when missing)."""
+    """diffprivlib's LinearRegression at replace-one eps (its epsilon = eps / 2) and at add/remove eps."""
     try:
         from diffprivlib.models import LinearRegression
     except ImportError:
         return {}
 
-    def fit(design: Design, eps: float, rng: np.random.Generator) -> np.ndarray:
-        slopes = design.slope_indices
-        lo, hi = design.x_bounds[slopes, 0], design.x_bounds[slopes, 1]
-        model = LinearRegression(
-            epsilon=eps, bounds_X=(lo, hi), bounds_y=design.y_bounds, random_state=int(rng.integers(2**31))
-        )
-        model.fit(design.X[:, slopes], design.y)
-        params = np.zeros(design.X.shape[1])
-        params[design.intercept_index] = float(model.intercept_)
-        params[slopes] = model.coef_
-        return params
+    def at(fraction: float) -> Fitter:
+        def fit(design: Design, eps: float, rng: np.random.Generator) -> np.ndarray:
+            slopes = design.slope_indices
+            lo, hi = design.x_bounds[slopes, 0], design.x_bounds[slopes, 1]
+            model = LinearRegression(
+                epsilon=eps * fraction,
+                bounds_X=(lo, hi),
+                bounds_y=design.y_bounds,
+                random_state=int(rng.integers(2**31)),
+            )
+            model.fit(design.X[:, slopes], design.y)
+            params = np.zeros(design.X.shape[1])
+            params[design.intercept_index] = float(model.intercept_)
+            params[slopes] = model.coef_
+            return params
 
-    return {"diffprivlib": fit}
+        return fit
+
+    return {"diffprivlib": at(0.5), "diffprivlib (a/r)": at(1.0)}
 
 
 def opendp_fitter() -> dict[str, Fitter]:
@@ -273,7 +285,8 @@ def best_peer(cell: Cell) -> float:
 
 
 def format_table(cells: list[Cell]) -> str:
-    names = [*EXPLICIT, "auto", *(p for p in PEERS if any(p in c.error for c in cells))]
+    peers = (*PEERS, "diffprivlib (a/r)")
+    names = [*EXPLICIT, "auto", *(p for p in peers if any(p in c.error for c in cells))]
     head = f"{'cell':<60} | "
     head += " ".join(f"{m:>11}" for m in names) + f" | {'auto picks':>10} {'auto/best':>9} {'auto/peer':>9}"
     lines = [head, "-" * len(head)]
@@ -337,8 +350,9 @@ def main(argv: list[str] | None = None) -> None:
     order = {cell: i for i, cell in enumerate(cells_in)}
     cells.sort(key=lambda c: order[c.spec])
     print(
-        f"method='auto' vs explicit mechanisms and peers: C(68)/sigma of p25 (lower is better; inf: failed in more "
-        f"than 32% of a data set's trials); {args.datasets} data sets x {args.trials} trials per cell"
+        f"method='auto' vs explicit mechanisms and peers, replace-one eps-DP, all of eps on the point: C(68)/sigma "
+        f"of p25 (lower is better; inf: failed in more than 32% of a data set's trials); {args.datasets} data sets "
+        f"x {args.trials} trials per cell"
     )
     print(format_table(cells))
     print()
