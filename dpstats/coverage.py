@@ -15,6 +15,7 @@ benchmarks/bench_coverage.py (the full grid).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -106,6 +107,8 @@ class CoverageCell:
     coverage: np.ndarray
     median_width: np.ndarray
     spread: np.ndarray
+    no_interval: int = 0
+    """Fits that released no interval (NaN: the mechanism's rule refused to spend on it); not in ``coverage``."""
 
     @property
     def width_ratio(self) -> np.ndarray:
@@ -129,7 +132,12 @@ class CoverageCell:
 def coverage_cell(
     design: SimulationDesign, n: int, reps: int, fit: Fit, *, seed: int = 0, alpha: float = 0.05
 ) -> CoverageCell:
-    """Fit ``reps`` data sets of size n and summarise the intervals (failed fits count as failures only)."""
+    """Fit ``reps`` data sets of size n and summarise the intervals.
+
+    Failed fits count as failures only; a fit whose interval is NaN (none was
+    released) counts in ``no_interval`` and not in the coverage or the width;
+    an infinite interval (a failed interval release) covers.
+    """
     data_rngs = np.random.SeedSequence(seed).spawn(reps)
     terms = tuple(design.truth)
     truth = np.array([design.truth[t] for t in terms])
@@ -148,14 +156,19 @@ def coverage_cell(
         nan = np.full(truth.size, np.nan)
         return CoverageCell(terms, reps, failures, nan, nan, nan)
     est, low, high = np.array(estimates), np.array(lows), np.array(highs)
-    covered = (low <= truth) & (truth <= high)
+    released = ~(np.isnan(low) | np.isnan(high))
+    covered = np.where(released, (low <= truth) & (truth <= high), np.nan)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a term with no released interval: NaN
+        coverage, width = np.nanmean(covered, axis=0), np.nanmedian(np.where(released, high - low, np.nan), axis=0)
     return CoverageCell(
         terms=terms,
         reps=reps,
         failures=failures,
-        coverage=covered.mean(axis=0),
-        median_width=np.median(high - low, axis=0),
+        coverage=coverage,
+        median_width=width,
         spread=2.0 * 1.959964 * est.std(axis=0, ddof=1) if len(est) > 1 else np.full(truth.size, np.nan),
+        no_interval=int((~released).all(axis=1).sum()),
     )
 
 

@@ -75,8 +75,10 @@ def _fit(kind: str, method: str, formula: str, data, **extra):
 
 
 def _same(res_pandas, res_dask) -> None:
-    np.testing.assert_allclose(res_dask.params.to_numpy(), res_pandas.params.to_numpy(), rtol=1e-9)
-    np.testing.assert_allclose(res_dask.bse.to_numpy(), res_pandas.bse.to_numpy(), rtol=1e-9)
+    # sums over partitions differ from one sum in the last bits (~1e-16 relative); the noisy solves and the
+    # bootstrap refits amplify that by the noisy matrices' condition numbers (measured up to 2e-9 relative)
+    np.testing.assert_allclose(res_dask.params.to_numpy(), res_pandas.params.to_numpy(), rtol=1e-7)
+    np.testing.assert_allclose(res_dask.bse.to_numpy(), res_pandas.bse.to_numpy(), rtol=1e-7)
     assert res_dask.nobs == res_pandas.nobs
     assert res_dask.privacy == res_pandas.privacy
     assert res_dask.se_note == res_pandas.se_note
