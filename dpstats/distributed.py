@@ -120,7 +120,13 @@ def _total(data: Any, build: Callable, statistic: Statistic) -> Any:
     """``statistic`` added over the partitions of ``data``: partial sums on the workers, one total returned."""
     import dask
 
-    parts = [dask.delayed(_partition_total)(part, build, statistic) for part in data.to_delayed()]
+    return tree_sum([dask.delayed(_partition_total)(part, build, statistic) for part in data.to_delayed()])
+
+
+def tree_sum(parts: list[Any]) -> Any:
+    """The sum of delayed partial results, added on the workers in a binary tree; only the total is returned."""
+    import dask
+
     while len(parts) > 1:
         pairs = [dask.delayed(operator.add)(a, b) for a, b in zip(parts[::2], parts[1::2], strict=False)]
         parts = pairs + parts[2 * len(pairs) :]

@@ -22,10 +22,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from . import grouped_distributed
 from .design import Design
-from .formula import build_design
+from .distributed import is_dask
+from .formula import FormulaSpec, build_design
 from .grouped_results import DPGroupedResults
-from .grouping import GroupDeclaration, group_budget, group_codes, layout, target_sizes
+from .grouping import GroupBudget, GroupDeclaration, group_budget, group_codes, layout, target_sizes
 from .mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
 from .mechanisms.base import Release, failed_release
 from .mechanisms.noisystats import grouped as noisystats_grouped
@@ -61,6 +63,15 @@ def fit_by_group(
     """One release per declared group (module docstring); public inputs were checked by the caller."""
     budget = group_budget(privacy, declaration, notion)
     count_rng, fit_rng = make_rng(random_state).spawn(2)
+    request, reason = budget.request, None
+    if is_dask(data):  # the rows stay on the workers: dpstats/grouped_distributed.py
+        grouped_distributed.check_method(spec, estimator, privacy.se_share)
+        design, formula_spec, sizes, releases = grouped_distributed.fit_groups(
+            formula, data, declaration, budget, count_rng, fit_rng, bounds, levels, need_bounds, spec
+        )
+        return _results(
+            declaration, budget, spec, hyper, None, design, formula_spec, sizes, releases, estimator, bounds
+        )
     frame = pd.DataFrame(data)
     if declaration.by not in frame.columns:
         raise ValueError(f"by={declaration.by!r} is not a column of the data")
@@ -70,7 +81,6 @@ def fit_by_group(
     design, formula_spec = build_design(
         formula, _padded(frame, kept, codes, sizes), bounds, levels, need_bounds=need_bounds, missing="impute"
     )
-    request, reason = budget.request, None
     if spec is None:
         typical = int(np.median(sizes))  # the typical group's public size decides
         facts = replace(PublicFacts.of(design, request.eps, request.delta, estimator), n=typical)
@@ -84,6 +94,23 @@ def fit_by_group(
         releases = noisystats_grouped.fit_groups(design, sizes, request, fit_rng, budget.changed_groups)
     else:
         releases = _group_by_group(spec, estimator, design, sizes, request, fit_rng, {**hyper, **quantile}, n_jobs)
+    return _results(declaration, budget, spec, hyper, reason, design, formula_spec, sizes, releases, estimator, bounds)
+
+
+def _results(
+    declaration: GroupDeclaration,
+    budget: GroupBudget,
+    spec: MechanismSpec,
+    hyper: Mapping[str, object],
+    reason: str | None,
+    design: Design,
+    formula_spec: FormulaSpec,
+    sizes: np.ndarray,
+    releases: Sequence[Release],
+    estimator: str,
+    bounds: Mapping[str, Sequence[float]] | None,
+) -> DPGroupedResults:
+    """The grouped results of the groups' releases (public metadata only)."""
     context = {
         "estimator": estimator,
         "spec": formula_spec,

@@ -244,9 +244,17 @@ def target_sizes(
     declaration: GroupDeclaration, codes: np.ndarray, count_eps: float | None, rng: np.random.Generator
 ) -> np.ndarray:
     """m_g for every group: the declared size, or max(MIN_ROWS, round(n_g + Lap(1 / count_eps)))."""
+    counts = np.bincount(codes[codes >= 0], minlength=len(declaration.keys))
+    return sizes_of_counts(declaration, counts, count_eps, rng)
+
+
+def sizes_of_counts(
+    declaration: GroupDeclaration, counts: np.ndarray, count_eps: float | None, rng: np.random.Generator
+) -> np.ndarray:
+    """:func:`target_sizes` from the groups' row counts n_g (summed over chunks of the rows, say)."""
     if declaration.sizes is not None:
         return declaration.sizes.copy()
-    counts = np.bincount(codes[codes >= 0], minlength=len(declaration.keys)).astype(float)
+    counts = counts.astype(float)
     # a moved row changes two counts by one: L1 sensitivity CHANGED_GROUPS, noise Lap(1 / count_eps)
     changed = CHANGED_GROUPS
     noisy = np.atleast_1d(laplace_mechanism(rng, counts, changed, changed * count_eps, "group sizes"))
@@ -264,3 +272,23 @@ def layout(codes: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray
     rank = np.arange(order.size) - starts[sorted_codes]
     kept = order[rank < sizes[sorted_codes]]
     return kept, np.maximum(sizes - counts, 0)
+
+
+def chunk_codes(codes: np.ndarray, earlier: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The codes of one chunk of consecutive rows with -1 for the rows beyond their group's first m_g.
+
+    ``earlier[g]`` is how many rows of group g come before the chunk in data
+    order; a row is kept when its rank among its group's rows of the chunk
+    plus ``earlier`` is below ``sizes``: over all chunks, the rows :func:`layout` keeps.
+    """
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    inside = sorted_codes >= 0
+    counts = np.bincount(sorted_codes[inside], minlength=sizes.size)
+    first = np.searchsorted(sorted_codes, 0)  # rows of no group sort first
+    starts = first + np.cumsum(counts) - counts
+    rank = np.zeros(codes.size, dtype=np.int64)
+    rank[order[inside]] = np.arange(first, codes.size) - starts[sorted_codes[inside]]
+    safe = np.maximum(codes, 0)
+    keep = (codes >= 0) & (earlier[safe] + rank < sizes[safe])
+    return np.where(keep, codes, -1)

@@ -50,3 +50,44 @@ class Moments:
         mean = self.mean + d * (other.n / n)
         comoment = self.comoment + other.comoment + np.outer(d, d) * (self.n * other.n / n)
         return Moments(n, mean, comoment)
+
+
+@dataclass(frozen=True)
+class GroupMoments:
+    """:class:`Moments` of the rows of each of G groups at once: counts (G,), means (G, k), comoments (G, k, k).
+
+    ``+`` merges two disjoint chunks group by group with the same pairwise
+    update as :class:`Moments`; a group with no rows has count 0, mean 0 and
+    comoment 0, and merging it changes nothing.
+    """
+
+    n: np.ndarray
+    mean: np.ndarray
+    comoment: np.ndarray
+
+    @classmethod
+    def of(cls, Z: np.ndarray, codes: np.ndarray, groups: int) -> GroupMoments:
+        """The moments of the rows of ``Z`` (n x k) in each group; ``codes[i]`` is row i's group, -1 for none."""
+        inside = codes >= 0
+        Z, codes = Z[inside], codes[inside]
+        k = Z.shape[1]
+        n = np.bincount(codes, minlength=groups)
+        sums = np.column_stack([np.bincount(codes, weights=Z[:, j], minlength=groups) for j in range(k)])
+        mean = sums.reshape(groups, k) / np.maximum(n, 1)[:, None]
+        centred = Z - mean[codes]
+        comoment = np.zeros((groups, k, k))
+        for i in range(k):
+            for j in range(i, k):
+                comoment[:, i, j] = np.bincount(codes, weights=centred[:, i] * centred[:, j], minlength=groups)
+                comoment[:, j, i] = comoment[:, i, j]
+        return cls(n, mean, comoment)
+
+    def __add__(self, other: GroupMoments) -> GroupMoments:
+        n = self.n + other.n
+        share = np.divide(other.n, n, out=np.zeros(n.shape), where=n > 0)
+        d = other.mean - self.mean
+        mean = np.where((self.n == 0)[:, None], other.mean, self.mean + d * share[:, None])
+        mean = np.where((other.n == 0)[:, None], self.mean, mean)
+        weight = self.n * share  # n_a n_b / n
+        comoment = self.comoment + other.comoment + d[:, :, None] * d[:, None, :] * weight[:, None, None]
+        return GroupMoments(n, mean, comoment)

@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "grouping": 4,
     "grouped_fit": 4,
     "distributed": 4,
+    "grouped_distributed": 4,
     # 5: programs and harnesses on top
     "demo": 5,
     "coverage": 5,

@@ -8,7 +8,9 @@ the same split and the same failure rule: per group the law is that of
 errors; with a share the grouped front end runs ``mechanism.fit`` group by
 group). Only the order of the draws differs: one batch of Laplace noise with
 per-group scales. The rows of the design come group by group, ``sizes[g]``
-rows each (public sizes, each at least 2).
+rows each (public sizes, each at least 2); or, on a Dask DataFrame, the
+groups' moments come summed over the partitions (:func:`fit_moments`), and
+the release from them is the same code.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...design import CenteredUnitScale, Design
+from ...moments import GroupMoments
 from ...noise import laplace_mechanism
 from ...privacy import PrivacySpent
 from ..base import PrivacyRequest, Release, failed_release
@@ -73,13 +76,9 @@ def fit_groups(
     public sizes, 2 otherwise: dpstats/grouping.py); it enters the claim that
     each release records, not the noise.
     """
-    eps = float(privacy.eps)
-    split = _split(eps, 0.0, POINT, ())
-    spent = PrivacySpent(notion="pure", eps=eps, split=split)
-    eps3 = split[0][1]
     scale = CenteredUnitScale.from_design(design)
     U, v = scale.transform(design)
-    G, p = sizes.size, U.shape[1]
+    p = U.shape[1]
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     m = sizes.astype(float)
     u_bar = _segment_sums(U, starts) / m[:, None]
@@ -88,7 +87,55 @@ def fit_groups(
     iu, ju = np.triu_indices(p)
     s_xy = _segment_sums(Uc * vc[:, None], starts)
     s_xx_upper = _segment_sums(Uc[:, iu] * Uc[:, ju], starts)
+    return _release_groups(design, scale, m, (u_bar, v_bar, s_xy, s_xx_upper), privacy, rng, changed_groups)
 
+
+def unit_group_moments(scale: CenteredUnitScale, design: Design, codes: np.ndarray, groups: int) -> GroupMoments:
+    """Each group's moments of the rows ``(u, v)`` on the unit scale; ``codes[i]`` is row i's group, -1 for none.
+
+    The statistic a chunk of rows contributes (dpstats/grouped_distributed.py
+    adds it over a Dask DataFrame's partitions).
+    """
+    U, v = scale.transform(design)
+    return GroupMoments.of(np.column_stack([U, v]), codes, groups)
+
+
+def fit_moments(
+    design: Design,
+    moments: GroupMoments,
+    privacy: PrivacyRequest,
+    rng: np.random.Generator,
+    changed_groups: int = 1,
+) -> list[Release]:
+    """:func:`fit_groups` from each group's unit-scale moments (``moments.n`` its public size, each >= 2).
+
+    ``design`` gives only the public metadata (bounds, columns); the rows are
+    summarised in ``moments`` (:func:`unit_group_moments` over all of them).
+    """
+    scale = CenteredUnitScale.from_design(design)
+    p = design.slope_indices.size
+    iu, ju = np.triu_indices(p)
+    stats = (moments.mean[:, :p], moments.mean[:, p], moments.comoment[:, :p, p], moments.comoment[:, iu, ju])
+    return _release_groups(design, scale, moments.n.astype(float), stats, privacy, rng, changed_groups)
+
+
+def _release_groups(
+    design: Design,
+    scale: CenteredUnitScale,
+    m: np.ndarray,
+    stats: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    privacy: PrivacyRequest,
+    rng: np.random.Generator,
+    changed_groups: int,
+) -> list[Release]:
+    """The releases from each group's size m and statistics (means of u and v, s_xy, upper triangle of s_xx)."""
+    u_bar, v_bar, s_xy, s_xx_upper = stats
+    eps = float(privacy.eps)
+    split = _split(eps, 0.0, POINT, ())
+    spent = PrivacySpent(notion="pure", eps=eps, split=split)
+    eps3 = split[0][1]
+    G, p = u_bar.shape
+    iu, ju = np.triu_indices(p)
     delta = centered_sensitivity(m)  # elementwise over the groups
     s_xy = _release(rng, s_xy, delta, p, eps3, changed_groups, "ncov(x, y)")
     s_xx_upper = _release(rng, s_xx_upper, delta, p * (p + 1) / 2, eps3, changed_groups, "nvar(x)")

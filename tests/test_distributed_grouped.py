@@ -1,0 +1,169 @@
+"""Grouped fits on a Dask DataFrame (dpstats/grouped_distributed.py) give the pandas release, and refuse the rest.
+
+What is tested, on statsmodels' fair data (6,366 rows) grouped by occupation:
+the same ``random_state`` gives the same group sizes, the same params (up to
+floating-point summation order: the groups' moments are merged over the
+partitions, ``rtol=1e-7`` as in tests/test_distributed.py) and the same noisy
+values with the same calibration (dpstats/noise.py's record) as the pandas
+grouped call, with declared public sizes (some groups truncated to their first
+rows, which span several partitions, some padded) and with noisy sizes; with
+integer keys in a float column and string keys, rows of undeclared and
+missing keys, an empty declared group, bad cells imputed row-wise, an empty
+partition, on Dask's threaded scheduler and on a ``distributed.LocalCluster``
+of two worker processes (the task stream shows that the groups' moments were
+computed there). The grouped calls the batch cannot run are refused with the
+alternatives named before any partition is computed (the data's partitions
+raise if they are). Every test is deterministic: no false failures.
+"""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpstats
+from dpstats import noise
+from dpstats.grouping import chunk_codes, layout
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+BOUNDS = {"affairs": (0.0, 10.0), "yrs_married": (0.0, 25.0), "age": (15.0, 45.0)}
+LEVELS = {"rating": ["low", "high"], "religious": [1.0, 2.0, 3.0, 4.0]}
+FORMULAS = ["affairs ~ yrs_married + age", "affairs ~ yrs_married + C(rating)"]
+INT_KEYS = [1, 2, 3, 4, 5, 6, 8]  # 8: declared, no rows
+# truncated (2, 3, 5: their first rows span the partitions), padded (1, 6, 8), about the count (4)
+INT_SIZES = {1: 60, 2: 300, 3: 1000, 4: 1800, 5: 500, 6: 150, 8: 20}
+STR_KEYS = [f"occ{k}" for k in INT_KEYS]
+STR_SIZES = {f"occ{k}": m for k, m in INT_SIZES.items()}
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A LocalCluster of two worker processes (one thread each)."""
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster, set_as_default=False) as c,
+    ):
+        yield c
+
+
+@pytest.fixture(scope="module")
+def dirty(fair: pd.DataFrame) -> pd.DataFrame:
+    """fair with undeclared (7) and missing keys, string keys beside them, a two-level factor and bad cells."""
+    data = fair.copy()
+    data.loc[data.index[::101], "occupation"] = 7.0
+    data.loc[data.index[::59], "occupation"] = np.nan
+    data["job"] = [None if np.isnan(v) else f"occ{int(v)}" for v in data["occupation"]]
+    data["rating"] = np.where(data["rate_marriage"] >= 4, "high", "low")
+    data.loc[data.index[::97], "yrs_married"] = np.nan
+    data.loc[data.index[::83], "rating"] = "unknown"
+    return data
+
+
+@pytest.fixture(scope="module")
+def dirty_dask(dirty: pd.DataFrame):
+    """The same rows in five partitions and an empty one."""
+    empty = dd.from_pandas(dirty.iloc[:0], npartitions=1)
+    return dd.concat([dd.from_pandas(dirty, npartitions=5), empty])
+
+
+def _fit(data, formula: str, by: str, public: bool, **extra):
+    keys, sizes = (INT_KEYS, INT_SIZES) if by == "occupation" else (STR_KEYS, STR_SIZES)
+    return dpstats.dp_ols(
+        formula, data, eps=4.0, bounds=BOUNDS, levels=LEVELS, method="noisystats", se_share=0, by=by,
+        groups=keys, group_sizes=sizes if public else None, random_state=12, **extra,
+    )  # fmt: skip
+
+
+def _same(on_pandas, on_dask) -> None:
+    np.testing.assert_allclose(on_dask.params.to_numpy(), on_pandas.params.to_numpy(), rtol=1e-7)
+    pd.testing.assert_index_equal(on_dask.params.index, on_pandas.params.index)
+    assert on_dask.nobs.tolist() == on_pandas.nobs.tolist()
+    assert [f.failed for f in on_dask.fits] == [f.failed for f in on_pandas.fits]
+    assert on_dask.privacy == on_pandas.privacy
+    assert on_dask.tidy().columns.tolist() == on_pandas.tidy().columns.tolist()
+
+
+CASES = [(formula, by, public) for formula in FORMULAS for by in ("occupation", "job") for public in (True, False)]
+
+
+@pytest.mark.parametrize(("formula", "by", "public"), CASES)
+def test_same_releases_with_the_same_sensitivities(dirty, dirty_dask, formula, by, public):
+    """Same sizes and params as pandas, and every noisy value the same statistic with the same calibration."""
+    with noise.recording() as on_pandas:
+        res_pandas = _fit(dirty, formula, by, public)
+    with dask.config.set(scheduler="threads"), noise.recording() as on_dask:
+        res_dask = _fit(dirty_dask, formula, by, public)
+    _same(res_pandas, res_dask)
+    sizes = res_dask.nobs.to_numpy()
+    if public:
+        assert sizes.tolist() == list(INT_SIZES.values())
+    empty = res_dask[INT_KEYS[-1] if by == "occupation" else STR_KEYS[-1]]  # a release like any other
+    assert empty.nobs == sizes[-1] >= 2 and (empty.failed or np.isfinite(empty.params).all())
+    assert [r.name for r in on_dask] == [r.name for r in on_pandas]
+    for a, b in zip(on_dask, on_pandas, strict=True):
+        assert (a.eps, a.norm) == (b.eps, b.norm)
+        np.testing.assert_allclose(a.sensitivity, b.sensitivity, rtol=1e-12)
+        np.testing.assert_allclose(a.value, b.value, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("public", [True, False])
+def test_local_cluster_equals_pandas(dirty, dirty_dask, client, public):
+    with dask.config.set(scheduler=client), distributed.get_task_stream(client) as stream:
+        res = _fit(dirty_dask, FORMULAS[0], "occupation", public)
+    ran = {task["key"][0] if isinstance(task["key"], tuple) else task["key"] for task in stream.data}
+    assert any(str(key).startswith("_moments") for key in ran)  # the groups' moments ran on the workers
+    assert any(str(key).startswith("_counts") for key in ran)
+    _same(_fit(dirty, FORMULAS[0], "occupation", public), res)
+
+
+def _unreadable(_: int) -> pd.DataFrame:
+    raise RuntimeError("a partition was read")
+
+
+@pytest.fixture(scope="module")
+def unreadable(dirty: pd.DataFrame):
+    """A dask DataFrame with dirty's columns whose partitions raise when computed."""
+    return dd.from_map(_unreadable, [0, 1], meta=dirty.iloc[:0])
+
+
+@pytest.mark.parametrize(
+    ("estimator", "options", "message"),
+    [
+        ("ols", {"method": "theilsen"}, "method='theilsen' has no grouped fit on a dask DataFrame"),
+        ("ols", {"method": "histogram"}, "method='histogram' has no grouped fit on a dask DataFrame"),
+        ("ols", {"method": "kng"}, "method='kng' has no grouped fit on a dask DataFrame"),
+        ("ols", {"method": "auto"}, "method='auto' is not available"),
+        ("ols", {"method": "noisystats"}, "pass se_share=0"),
+        ("ols", {"method": "noisystats", "se_share": 0.2}, "pass se_share=0"),
+        ("quantreg", {"method": "histogram"}, "method='histogram' has no grouped fit"),
+        ("ols", {"method": "noisystats", "se_share": 0, "formula": "affairs ~ C(religious)"}, "more than one dummy"),
+    ],
+)
+def test_refused_before_reading(unreadable, estimator, options, message):
+    options = {"formula": "affairs ~ yrs_married", **options}
+    formula = options.pop("formula")
+    fit = dpstats.dp_ols if estimator == "ols" else dpstats.dp_quantreg
+    with pytest.raises(ValueError, match=r"\.compute\(\) the data into a pandas DataFrame") as error:
+        fit(formula, unreadable, eps=1.0, bounds=BOUNDS, levels=LEVELS, by="occupation", groups=INT_KEYS,
+            random_state=0, **options)  # fmt: skip
+    assert message in str(error.value)
+
+
+def test_chunks_keep_the_rows_the_layout_keeps():
+    """Over any cut of the rows into consecutive chunks, chunk_codes keeps exactly layout's rows (300 seeded cases)."""
+    rng = np.random.default_rng(13)
+    for _ in range(300):
+        groups, n = int(rng.integers(1, 6)), int(rng.integers(0, 60))
+        codes, sizes = rng.integers(-1, groups, n), rng.integers(2, 15, groups)
+        kept = np.zeros(n, dtype=bool)
+        kept[layout(codes, sizes)[0]] = True
+        earlier, out = np.zeros(groups, dtype=np.int64), []
+        for chunk in np.split(codes, np.sort(rng.integers(0, n + 1, rng.integers(0, 4)))):
+            out.append(chunk_codes(chunk, earlier, sizes))
+            earlier += np.bincount(chunk[chunk >= 0], minlength=groups)
+        out = np.concatenate(out)
+        assert np.array_equal(out >= 0, kept) and np.array_equal(out[kept], codes[kept])
