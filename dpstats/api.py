@@ -96,7 +96,9 @@ def dp_ols(
         ``groups`` of the column ``by``, returned as a
         :class:`~dpstats.grouped_results.DPGroupedResults`. Rows whose key is
         not declared (NaN, another type) are dropped row-wise; a declared
-        group with no rows gets a release like any other.
+        group with no rows gets a release like any other. On a dask
+        DataFrame: ``method="noisystats"`` with ``se_share=0``
+        (dpstats/grouped_distributed.py).
     group_sizes : ``{key: size}``, declared public group sizes: each group
         then spends the whole eps (parallel composition). Without it each
         group spends eps/2 (a replaced row can leave one group and join

@@ -27,7 +27,8 @@ each time for a sum at public, already released values.
 Mechanisms that need every row in one place (Theil-Sen's pairs, Tukey depth,
 the gradient methods' passes, KNG quantile regression's chain) are refused
 before any data are read, with the alternatives named; so is
-``method="auto"``, whose choice could fall on one of them.
+``method="auto"``, whose choice could fall on one of them. Grouped calls
+(``by=``) on a dask DataFrame are in dpstats/grouped_distributed.py.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ NoisyStats in one vectorised batch where it applies
 (dpstats/mechanisms/noisystats/grouped.py), the other mechanisms group by
 group, on a process pool when the work is large. Each group's generator is
 spawned from the call's (``Generator.spawn``), so the results do not depend
-on the pool or the number of workers.
+on the pool or the number of workers. A dask DataFrame goes to
+dpstats/grouped_distributed.py (the NoisyStats batch from per-group sums
+computed on the workers; ``n_jobs`` plays no part there).
 """
 
 from __future__ import annotations
