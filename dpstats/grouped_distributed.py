@@ -7,10 +7,12 @@ and is padded to m_g rows with rows of missing cells (dpstats/grouping.py).
 On Dask that takes two passes over the partitions, in data order:
 
 1. each partition counts its rows per declared key (the row-wise map
-   :func:`dpstats.grouping.group_codes`); the client adds the counts into
-   n_g, draws the noisy sizes m_g from them exactly as the pandas path does
-   (same generator, same counts: the same sizes), and gives each partition
-   the number of each group's rows in the partitions before it;
+   :func:`dpstats.grouping.group_codes`); the counts stay on the workers
+   (persisted), where they are added into n_g, the one vector the client
+   gets: it draws the noisy sizes m_g from it exactly as the pandas path
+   does (same generator, same counts: the same sizes). Each partition gets
+   the number of each group's rows in the partitions before it, a running
+   sum of the counts on the workers;
 2. each partition builds its design with the pandas front end (the formula,
    the declared bounds and levels, the row-wise imputation of bad cells,
    dpstats/cells.py), keeps the rows that are among their group's first m_g
@@ -34,6 +36,7 @@ read, with the alternatives named.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -103,19 +106,20 @@ def fit_groups(
     scale = CenteredUnitScale.from_design(design)
     keys, groups = declaration.keys, len(declaration.keys)
     partitions = data.to_delayed()
-    per_partition = np.array(
-        dask.compute(*[dask.delayed(_counts)(part, declaration.by, keys) for part in partitions]), dtype=np.int64
-    ).reshape(len(partitions), groups)
-    counts = per_partition.sum(axis=0)
-    sizes = sizes_of_counts(declaration, counts, budget.count_eps, count_rng)
-    earlier = np.cumsum(per_partition, axis=0) - per_partition
+    counts = dask.persist(*[dask.delayed(_counts)(part, declaration.by, keys) for part in partitions])
+    total = tree_sum(list(counts))  # n_g: the per-partition counts stay on the workers
+    sizes = sizes_of_counts(declaration, total, budget.count_eps, count_rng)
+    earlier = [np.zeros(groups, dtype=np.int64)]  # rows of each group in the partitions before, summed on the workers
+    for part_counts in counts[:-1]:
+        earlier.append(dask.delayed(operator.add)(earlier[-1], part_counts))
+    shared = dask.delayed(sizes, pure=True)  # one key in the graph, not a copy per partition
     moments = tree_sum(
         [
-            dask.delayed(_moments)(part, build, scale, declaration.by, keys, earlier[j], sizes)
-            for j, part in enumerate(partitions)
+            dask.delayed(_moments)(part, build, scale, declaration.by, keys, before, shared)
+            for part, before in zip(partitions, earlier, strict=True)
         ]
     )
-    moments = moments + _pads(build, scale, meta, np.maximum(sizes - counts, 0))
+    moments = moments + _pads(build, scale, meta, np.maximum(sizes - total, 0))
     releases = noisystats_grouped.fit_moments(design, moments, budget.request, fit_rng, budget.changed_groups)
     return design, formula_spec, sizes, releases
 
