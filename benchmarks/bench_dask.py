@@ -13,7 +13,13 @@ fit; ``ru_maxrss``: the peak resident set of the client process over its whole
 life, which also hosts the LocalCluster's scheduler), the estimates against the
 truth, and for scale the data's size in memory.
 
-    python benchmarks/bench_dask.py [--rows 100000000] [--partitions 100] [--workers 2]
+With ``--groups G`` each row also gets a key ``g ~ U{0, ..., G - 1}`` and the
+fit is grouped (``by="g"``, noisy group sizes, ``se_share=0``: the
+NoisyStats batch of dpstats/grouped_distributed.py, two passes over the
+data); printed instead of the estimates: the median over the groups of each
+term's absolute error and the share of failed groups.
+
+    python benchmarks/bench_dask.py [--rows 100000000] [--partitions 100] [--workers 2] [--groups 0]
 """
 
 from __future__ import annotations
@@ -36,19 +42,21 @@ TRUTH = {"Intercept": 1.0, "x": 0.5, "z": -1.0}
 META = pd.DataFrame({"x": np.zeros(0), "z": np.zeros(0), "y": np.zeros(0)})
 
 
-def partition(seed_and_rows: tuple[int, int]) -> pd.DataFrame:
-    """One partition, generated where it is computed (a worker)."""
-    seed, rows = seed_and_rows
+def partition(seed_rows_groups: tuple[int, int, int]) -> pd.DataFrame:
+    """One partition, generated where it is computed (a worker); a key column ``g`` when there are groups."""
+    seed, rows, groups = seed_rows_groups
     rng = np.random.default_rng([20261125, seed])
     x, z = rng.uniform(0.0, 10.0, rows), rng.uniform(-1.0, 1.0, rows)
-    return pd.DataFrame({"x": x, "z": z, "y": 1.0 + 0.5 * x - z + rng.normal(0.0, 1.0, rows)})
+    frame = pd.DataFrame({"x": x, "z": z, "y": 1.0 + 0.5 * x - z + rng.normal(0.0, 1.0, rows)})
+    return frame.assign(g=rng.integers(0, groups, rows)) if groups else frame
 
 
-def lazy_frame(rows: int, partitions: int) -> dd.DataFrame:
+def lazy_frame(rows: int, partitions: int, groups: int = 0) -> dd.DataFrame:
     """``rows`` rows in ``partitions`` partitions, none generated yet."""
     sizes = np.full(partitions, rows // partitions)
     sizes[: rows % partitions] += 1
-    return dd.from_map(partition, list(enumerate(sizes.tolist())), meta=META)
+    meta = META.assign(g=np.zeros(0, dtype=np.int64)) if groups else META
+    return dd.from_map(partition, [(j, int(m), groups) for j, m in enumerate(sizes)], meta=meta)
 
 
 def main() -> None:
@@ -56,8 +64,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10**8)
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--groups", type=int, default=0, help="0: one fit; G: a grouped fit over G keys")
     args = parser.parse_args()
-    data = lazy_frame(args.rows, args.partitions)
+    data = lazy_frame(args.rows, args.partitions, args.groups)
+    grouped = {"by": "g", "groups": range(args.groups), "se_share": 0} if args.groups else {}
     with (
         distributed.LocalCluster(
             n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
@@ -67,17 +77,27 @@ def main() -> None:
     ):
         tracemalloc.start()
         start = time.perf_counter()
-        res = dpstats.dp_ols("y ~ x + z", data, eps=1.0, bounds=BOUNDS, method="noisystats", random_state=1)
+        res = dpstats.dp_ols("y ~ x + z", data, eps=1.0, bounds=BOUNDS, method="noisystats", random_state=1, **grouped)
         seconds = time.perf_counter() - start
         _, traced_peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
     mb = 2**20
     print(f"rows {args.rows:,} in {args.partitions} partitions on {args.workers} worker processes (1 thread each)")
-    print(f"{'data size (3 float64 columns, never on the client)':<58}{args.rows * 3 * 8 / mb:>12,.0f} MB")
-    print(f"{'fit time (dp_ols, noisystats, eps = 1, with SEs)':<58}{seconds:>12.1f} s")
+    columns = 4 if args.groups else 3
+    print(
+        f"{f'data size ({columns} 8-byte columns, never on the client)':<58}{args.rows * columns * 8 / mb:>12,.0f} MB"
+    )
+    fit = f"{args.groups:,} groups, se_share=0" if args.groups else "with SEs"
+    print(f"{f'fit time (dp_ols, noisystats, eps = 1, {fit})':<58}{seconds:>12.1f} s")
     print(f"{'client peak, tracemalloc during the fit':<58}{traced_peak / mb:>12.1f} MB")
     print(f"{'client peak, ru_maxrss of the process (with scheduler)':<58}{rss_peak / mb:>12.1f} MB")
+    if args.groups:
+        failed = np.mean([fit.failed for fit in res.fits])
+        print(f"groups failed (noisy n var(x) not positive): {failed:.1%}; median over groups of |estimate - truth|:")
+        for term, truth in TRUTH.items():
+            print(f"{term:<12}{truth:>10.4f}{np.nanmedian(np.abs(res.params[term] - truth)):>14.6f}")
+        return
     print(f"{'term':<12}{'truth':>10}{'estimate':>14}{'std.error':>14}")
     for term, truth in TRUTH.items():
         print(f"{term:<12}{truth:>10.4f}{res.params[term]:>14.6f}{res.bse[term]:>14.2e}")
