@@ -8,6 +8,7 @@ from typing import TypeVar
 
 import pandas as pd
 
+from . import grouped_distributed
 from .budget import Accountant, check_accountant, requested_spend
 from .distributed import dask_design, is_dask
 from .formula import build_design
@@ -320,6 +321,22 @@ def _grouped_call(
         raise ValueError("a grouped fit takes eps (and delta), not rho, and composes its groups as (eps, delta)-DP")
 
     def run(estimator, formula, data, bounds, levels, random_state, n_jobs, q=None) -> DPGroupedResults:
+        if is_dask(data):  # the rows stay on the workers: dpstats/grouped_distributed.py
+            return grouped_distributed.fit_by_group(
+                estimator,
+                formula,
+                data,
+                declaration,
+                spec=plan.spec,
+                hyper=plan.hyper,
+                privacy=plan.privacy,
+                notion=plan.notion,
+                need_bounds=plan.need_bounds,
+                bounds=bounds,
+                levels=levels,
+                random_state=random_state,
+                q=q,
+            )
         return fit_by_group(
             estimator,
             formula,

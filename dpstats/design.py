@@ -9,7 +9,7 @@ it (docs/DESIGN.md section 1).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -87,6 +87,13 @@ class Design:
     def total(self, statistic: Statistic[Total]) -> Total:
         """``statistic`` of all the rows: of this design's rows, or added over the chunks of its rows."""
         return statistic(self) if self.chunks is None else self.chunks(statistic)
+
+    def subset(self, rows: slice | np.ndarray) -> Design:
+        """The design of some of its rows (public metadata unchanged)."""
+        variables = self.variables
+        if variables is not None:
+            variables = replace(variables, frame=variables.frame.iloc[rows])
+        return replace(self, y=self.y[rows], X=self.X[rows], variables=variables)
 
     @property
     def slope_indices(self) -> np.ndarray:

@@ -10,8 +10,8 @@ NoisyStats in one vectorised batch where it applies
 group, on a process pool when the work is large. Each group's generator is
 spawned from the call's (``Generator.spawn``), so the results do not depend
 on the pool or the number of workers. A dask DataFrame goes to
-dpstats/grouped_distributed.py (the NoisyStats batch from per-group sums
-computed on the workers; ``n_jobs`` plays no part there).
+dpstats/grouped_distributed.py, which builds on :func:`assemble` and
+:func:`fit_one` (``n_jobs`` plays no part there).
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from . import grouped_distributed
 from .design import Design
-from .distributed import is_dask
 from .formula import FormulaSpec, build_design
 from .grouped_results import DPGroupedResults
 from .grouping import GroupBudget, GroupDeclaration, group_budget, group_codes, layout, target_sizes
@@ -66,14 +64,6 @@ def fit_by_group(
     budget = group_budget(privacy, declaration, notion)
     count_rng, fit_rng = make_rng(random_state).spawn(2)
     request, reason = budget.request, None
-    if is_dask(data):  # the rows stay on the workers: dpstats/grouped_distributed.py
-        grouped_distributed.check_method(spec, estimator, privacy.se_share)
-        design, formula_spec, sizes, releases = grouped_distributed.fit_groups(
-            formula, data, declaration, budget, count_rng, fit_rng, bounds, levels, need_bounds, spec
-        )
-        return _results(
-            declaration, budget, spec, hyper, None, design, formula_spec, sizes, releases, estimator, bounds
-        )
     frame = pd.DataFrame(data)
     if declaration.by not in frame.columns:
         raise ValueError(f"by={declaration.by!r} is not a column of the data")
@@ -96,10 +86,10 @@ def fit_by_group(
         releases = noisystats_grouped.fit_groups(design, sizes, request, fit_rng, budget.changed_groups)
     else:
         releases = _group_by_group(spec, estimator, design, sizes, request, fit_rng, {**hyper, **quantile}, n_jobs)
-    return _results(declaration, budget, spec, hyper, reason, design, formula_spec, sizes, releases, estimator, bounds)
+    return assemble(declaration, budget, spec, hyper, reason, design, formula_spec, sizes, releases, estimator, bounds)
 
 
-def _results(
+def assemble(
     declaration: GroupDeclaration,
     budget: GroupBudget,
     spec: MechanismSpec,
@@ -153,14 +143,6 @@ def _padded(frame: pd.DataFrame, kept: np.ndarray, codes: np.ndarray, sizes: np.
     return pd.DataFrame(dict(enumerate(columns))).set_axis(frame.columns, axis=1)
 
 
-def _slice(design: Design, start: int, stop: int) -> Design:
-    """One group's rows of the design (public metadata unchanged)."""
-    variables = design.variables
-    if variables is not None:
-        variables = replace(variables, frame=variables.frame.iloc[start:stop])
-    return replace(design, y=design.y[start:stop], X=design.X[start:stop], variables=variables)
-
-
 def _fit_chunk(
     method: str,
     estimator: str,
@@ -171,10 +153,10 @@ def _fit_chunk(
 ) -> list[Release]:
     """Fit a chunk of groups (runs in a worker process)."""
     spec = get_mechanism(method, estimator)
-    return [_fit_one(spec, d, request, rng, options) for d, rng in zip(designs, rngs, strict=True)]
+    return [fit_one(spec, d, request, rng, options) for d, rng in zip(designs, rngs, strict=True)]
 
 
-def _fit_one(
+def fit_one(
     spec: MechanismSpec,
     design: Design,
     request: PrivacyRequest,
@@ -208,7 +190,7 @@ def _group_by_group(
 ) -> list[Release]:
     """The mechanism on each group's slice, with its own spawned generator; a pool when the work is large."""
     ends = np.cumsum(sizes)
-    designs = [_slice(design, int(e - s), int(e)) for s, e in zip(sizes, ends, strict=True)]
+    designs = [design.subset(slice(int(e - s), int(e))) for s, e in zip(sizes, ends, strict=True)]
     rngs = rng.spawn(len(designs))
     workers = (os.cpu_count() or 1) if n_jobs is None and design.n >= POOL_ROWS else (n_jobs or 1)
     if design.variables is not None:  # its public encode map need not pickle
@@ -217,7 +199,7 @@ def _group_by_group(
     if workers <= 1:
         releases = []
         for d, r in zip(designs, rngs, strict=True):
-            releases.append(_fit_one(spec, d, request, r, options))
+            releases.append(fit_one(spec, d, request, r, options))
             progress.update(1)
         progress.close()
         return releases

@@ -122,6 +122,23 @@ def recording(forced_outputs: list[np.ndarray] | None = None) -> Iterator[list[N
         _RECORDER.reset(token)
 
 
+@contextlib.contextmanager
+def discarded() -> Iterator[None]:
+    """Forget the releases recorded inside the block: a computation that is run again in full later.
+
+    Its draws are not released (dpstats/grouped_distributed.py runs a fit
+    once to learn which sums it reads, then again with them); only the run
+    whose output is used is recorded.
+    """
+    recorder = _RECORDER.get()
+    start = None if recorder is None else len(recorder.log)
+    try:
+        yield
+    finally:
+        if recorder is not None:
+            del recorder.log[start:]
+
+
 def _record(release: NoisyRelease) -> np.ndarray:
     """Log ``release``; return the output the mechanism must use."""
     recorder = _RECORDER.get()

@@ -1,19 +1,24 @@
 """Grouped fits on a Dask DataFrame (dpstats/grouped_distributed.py) give the pandas release, and refuse the rest.
 
 What is tested, on statsmodels' fair data (6,366 rows) grouped by occupation:
-the same ``random_state`` gives the same group sizes, the same params (up to
-floating-point summation order: the groups' moments are merged over the
-partitions, ``rtol=1e-7`` as in tests/test_distributed.py) and the same noisy
-values with the same calibration (dpstats/noise.py's record) as the pandas
-grouped call, with declared public sizes (some groups truncated to their first
-rows, which span several partitions, some padded) and with noisy sizes; with
-integer keys in a float column and string keys, rows of undeclared and
-missing keys, an empty declared group, bad cells imputed row-wise, an empty
-partition, on Dask's threaded scheduler and on a ``distributed.LocalCluster``
-of two worker processes (the task stream shows that the groups' moments were
-computed there). The grouped calls the batch cannot run are refused with the
-alternatives named before any partition is computed (the data's partitions
-raise if they are). Every test is deterministic: no false failures.
+the same ``random_state`` gives the same group sizes, the same params and
+standard errors (up to floating-point summation order: sums are merged over
+the partitions, ``rtol=1e-7`` as in tests/test_distributed.py) and the same
+noisy values with the same calibration, in the same order
+(dpstats/noise.py's record: the runs that only learn which sums a fit reads
+record nothing) as the pandas grouped call, for the NoisyStats batch
+(``se_share=0``) and for the mechanisms run group by group (NoisyStats with
+standard errors or a factor, the histogram for least squares and quantile
+regression, KNG least squares); with declared public sizes (some groups
+truncated to their first rows, which span several partitions, some padded)
+and with noisy sizes; with integer keys in a float column and string keys,
+rows of undeclared and missing keys, an empty declared group, bad cells
+imputed row-wise, an empty partition; on Dask's threaded scheduler and on a
+``distributed.LocalCluster`` of two worker processes (the task stream shows
+that the groups' sums were computed there). The grouped calls whose
+mechanism needs every row in one place are refused with the alternatives
+named before any partition is computed (the data's partitions raise if they
+are). Every test is deterministic: no false failures.
 """
 
 from __future__ import annotations
@@ -33,6 +38,14 @@ distributed = pytest.importorskip("distributed")
 BOUNDS = {"affairs": (0.0, 10.0), "yrs_married": (0.0, 25.0), "age": (15.0, 45.0)}
 LEVELS = {"rating": ["low", "high"], "religious": [1.0, 2.0, 3.0, 4.0]}
 FORMULAS = ["affairs ~ yrs_married + age", "affairs ~ yrs_married + C(rating)"]
+# (estimator, method, se_share, formula): the mechanism on each group's rows, read through Design.total
+BY_GROUP = [
+    ("ols", "noisystats", None, "affairs ~ yrs_married + age"),  # with standard errors: the residual meat
+    ("ols", "noisystats", 0.0, "affairs ~ yrs_married + C(religious)"),  # a factor: the structured release
+    ("ols", "histogram", None, "affairs ~ yrs_married + C(religious)"),
+    ("ols", "kng", None, "affairs ~ yrs_married + age"),
+    ("quantreg", "histogram", None, "affairs ~ yrs_married + age"),
+]
 INT_KEYS = [1, 2, 3, 4, 5, 6, 8]  # 8: declared, no rows
 # truncated (2, 3, 5: their first rows span the partitions), padded (1, 6, 8), about the count (4)
 INT_SIZES = {1: 60, 2: 300, 3: 1000, 4: 1800, 5: 500, 6: 150, 8: 20}
@@ -70,21 +83,35 @@ def dirty_dask(dirty: pd.DataFrame):
     return dd.concat([dd.from_pandas(dirty, npartitions=5), empty])
 
 
-def _fit(data, formula: str, by: str, public: bool, **extra):
+def _fit(data, formula: str, by: str, public: bool, estimator: str = "ols", method: str = "noisystats", **extra):
     keys, sizes = (INT_KEYS, INT_SIZES) if by == "occupation" else (STR_KEYS, STR_SIZES)
-    return dpstats.dp_ols(
-        formula, data, eps=4.0, bounds=BOUNDS, levels=LEVELS, method="noisystats", se_share=0, by=by,
-        groups=keys, group_sizes=sizes if public else None, random_state=12, **extra,
+    fit = dpstats.dp_ols if estimator == "ols" else dpstats.dp_quantreg
+    extra = {"se_share": 0.0, **extra}
+    if extra["se_share"] is None:
+        del extra["se_share"]
+    return fit(
+        formula, data, eps=4.0, bounds=BOUNDS, levels=LEVELS, method=method, by=by, groups=keys,
+        group_sizes=sizes if public else None, random_state=12, **extra,
     )  # fmt: skip
 
 
 def _same(on_pandas, on_dask) -> None:
     np.testing.assert_allclose(on_dask.params.to_numpy(), on_pandas.params.to_numpy(), rtol=1e-7)
+    tidy_dask, tidy_pandas = on_dask.tidy(), on_pandas.tidy()
+    np.testing.assert_allclose(tidy_dask["std.error"], tidy_pandas["std.error"], rtol=1e-7)
     pd.testing.assert_index_equal(on_dask.params.index, on_pandas.params.index)
     assert on_dask.nobs.tolist() == on_pandas.nobs.tolist()
     assert [f.failed for f in on_dask.fits] == [f.failed for f in on_pandas.fits]
     assert on_dask.privacy == on_pandas.privacy
-    assert on_dask.tidy().columns.tolist() == on_pandas.tidy().columns.tolist()
+    assert tidy_dask.columns.tolist() == tidy_pandas.columns.tolist()
+
+
+def _same_records(on_pandas: list, on_dask: list) -> None:
+    assert [r.name for r in on_dask] == [r.name for r in on_pandas]
+    for a, b in zip(on_dask, on_pandas, strict=True):
+        assert (a.eps, a.norm) == (b.eps, b.norm)
+        np.testing.assert_allclose(a.sensitivity, b.sensitivity, rtol=1e-9)
+        np.testing.assert_allclose(a.value, b.value, rtol=1e-9, atol=1e-9)
 
 
 CASES = [(formula, by, public) for formula in FORMULAS for by in ("occupation", "job") for public in (True, False)]
@@ -103,21 +130,32 @@ def test_same_releases_with_the_same_sensitivities(dirty, dirty_dask, formula, b
         assert sizes.tolist() == list(INT_SIZES.values())
     empty = res_dask[INT_KEYS[-1] if by == "occupation" else STR_KEYS[-1]]  # a release like any other
     assert empty.nobs == sizes[-1] >= 2 and (empty.failed or np.isfinite(empty.params).all())
-    assert [r.name for r in on_dask] == [r.name for r in on_pandas]
-    for a, b in zip(on_dask, on_pandas, strict=True):
-        assert (a.eps, a.norm) == (b.eps, b.norm)
-        np.testing.assert_allclose(a.sensitivity, b.sensitivity, rtol=1e-12)
-        np.testing.assert_allclose(a.value, b.value, rtol=1e-9, atol=1e-9)
+    _same_records(on_pandas, on_dask)
 
 
 @pytest.mark.parametrize("public", [True, False])
-def test_local_cluster_equals_pandas(dirty, dirty_dask, client, public):
+@pytest.mark.parametrize(("estimator", "method", "se_share", "formula"), BY_GROUP)
+def test_group_by_group_equals_pandas(dirty, dirty_dask, estimator, method, se_share, formula, public):
+    """The mechanisms run group by group: the same releases, standard errors and records as pandas."""
+    with noise.recording() as on_pandas:
+        res_pandas = _fit(dirty, formula, "occupation", public, estimator, method, se_share=se_share)
+    with dask.config.set(scheduler="threads"), noise.recording() as on_dask:
+        res_dask = _fit(dirty_dask, formula, "occupation", public, estimator, method, se_share=se_share)
+    _same(res_pandas, res_dask)
+    _same_records(on_pandas, on_dask)
+    if se_share is None:  # standard errors were released (where a group's fit did not fail)
+        assert np.isfinite(res_dask.tidy()["std.error"]).any()
+
+
+@pytest.mark.parametrize(("method", "se_share"), [("noisystats", 0.0), ("noisystats", None)])
+def test_local_cluster_equals_pandas(dirty, dirty_dask, client, method, se_share):
+    """The batch and the group-by-group fits (noisy sizes) on two worker processes."""
     with dask.config.set(scheduler=client), distributed.get_task_stream(client) as stream:
-        res = _fit(dirty_dask, FORMULAS[0], "occupation", public)
+        res = _fit(dirty_dask, FORMULAS[0], "occupation", False, method=method, se_share=se_share)
     ran = {task["key"][0] if isinstance(task["key"], tuple) else task["key"] for task in stream.data}
-    assert any(str(key).startswith("_moments") for key in ran)  # the groups' moments ran on the workers
-    assert any(str(key).startswith("_counts") for key in ran)
-    _same(_fit(dirty, FORMULAS[0], "occupation", public), res)
+    assert any(str(key).startswith("_counts") for key in ran)  # the first pass ran on the workers
+    assert any(str(key).startswith("_partition_statistic") for key in ran)  # and the groups' sums
+    _same(_fit(dirty, FORMULAS[0], "occupation", False, method=method, se_share=se_share), res)
 
 
 def _unreadable(_: int) -> pd.DataFrame:
@@ -131,26 +169,16 @@ def unreadable(dirty: pd.DataFrame):
 
 
 @pytest.mark.parametrize(
-    ("estimator", "options", "message"),
-    [
-        ("ols", {"method": "theilsen"}, "method='theilsen' has no grouped fit on a dask DataFrame"),
-        ("ols", {"method": "histogram"}, "method='histogram' has no grouped fit on a dask DataFrame"),
-        ("ols", {"method": "kng"}, "method='kng' has no grouped fit on a dask DataFrame"),
-        ("ols", {"method": "auto"}, "method='auto' is not available"),
-        ("ols", {"method": "noisystats"}, "pass se_share=0"),
-        ("ols", {"method": "noisystats", "se_share": 0.2}, "pass se_share=0"),
-        ("quantreg", {"method": "histogram"}, "method='histogram' has no grouped fit"),
-        ("ols", {"method": "noisystats", "se_share": 0, "formula": "affairs ~ C(religious)"}, "more than one dummy"),
-    ],
+    ("estimator", "method"),
+    [("ols", "theilsen"), ("ols", "tukey"), ("ols", "gradient"), ("ols", "auto"), ("quantreg", "kng")],
 )
-def test_refused_before_reading(unreadable, estimator, options, message):
-    options = {"formula": "affairs ~ yrs_married", **options}
-    formula = options.pop("formula")
+def test_refused_before_reading(unreadable, estimator, method):
     fit = dpstats.dp_ols if estimator == "ols" else dpstats.dp_quantreg
-    with pytest.raises(ValueError, match=r"\.compute\(\) the data into a pandas DataFrame") as error:
-        fit(formula, unreadable, eps=1.0, bounds=BOUNDS, levels=LEVELS, by="occupation", groups=INT_KEYS,
-            random_state=0, **options)  # fmt: skip
-    assert message in str(error.value)
+    delta = 1e-6 if method == "tukey" else 0.0
+    with pytest.raises(ValueError, match="'histogram'") as error:
+        fit("affairs ~ yrs_married", unreadable, eps=1.0, bounds=BOUNDS, levels=LEVELS, method=method, delta=delta,
+            by="occupation", groups=INT_KEYS, random_state=0)  # fmt: skip
+    assert "dask DataFrame" in str(error.value)
 
 
 def test_chunks_keep_the_rows_the_layout_keeps():
