@@ -98,8 +98,8 @@ def dp_ols(
         :class:`~dpstats.grouped_results.DPGroupedResults`. Rows whose key is
         not declared (NaN, another type) are dropped row-wise; a declared
         group with no rows gets a release like any other. On a dask
-        DataFrame: ``method="noisystats"`` with ``se_share=0``
-        (dpstats/grouped_distributed.py).
+        DataFrame: the methods that run on one, with the pandas call's
+        release (dpstats/grouped_distributed.py).
     group_sizes : ``{key: size}``, declared public group sizes: each group
         then spends the whole eps (parallel composition). Without it each
         group spends eps/2 (a replaced row can leave one group and join
