@@ -172,8 +172,8 @@ class _KeptRows:
         )
 
     def pad_design(self, meta: pd.DataFrame) -> Design:
-        """The design of max(pads) rows of missing cells (a group's pad rows are its first ``pads[g]``)."""
-        missing = np.full(int(self.pads.max(initial=0)), -1)
+        """The design of max(1, max(pads)) rows of missing cells (a group's pad rows are its first ``pads[g]``)."""
+        missing = np.full(max(1, int(self.pads.max(initial=0))), -1)  # one at least, whether or not any group pads
         frame = pd.DataFrame({j: pd.api.extensions.take(meta.iloc[:, j].array, missing, allow_fill=True)
                               for j in range(meta.shape[1])}).set_axis(meta.columns, axis=1)  # fmt: skip
         return self.build(frame)[0]

@@ -158,6 +158,20 @@ def test_local_cluster_equals_pandas(dirty, dirty_dask, client, method, se_share
     _same(_fit(dirty, FORMULAS[0], "occupation", False, method=method, se_share=se_share), res)
 
 
+@pytest.mark.parametrize("se_share", [0.0, None])
+def test_no_group_padded(dirty, dirty_dask, se_share):
+    """Declared sizes that every group exceeds: no pad rows anywhere, the same release as pandas."""
+    keys = INT_KEYS[:-1]
+    fits = [
+        dpstats.dp_ols(
+            FORMULAS[0], data, eps=4.0, bounds=BOUNDS, method="noisystats", se_share=se_share, by="occupation",
+            groups=keys, group_sizes=dict.fromkeys(keys, 30), random_state=5,
+        )
+        for data in (dirty, dirty_dask)
+    ]  # fmt: skip
+    _same(*fits)
+
+
 def _unreadable(_: int) -> pd.DataFrame:
     raise RuntimeError("a partition was read")
 
