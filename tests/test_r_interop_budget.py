@@ -1,4 +1,4 @@
-"""What the R package asks of Python for several quantiles and for budgets (dpstats/r_interop.py), without R.
+"""What the R package asks of Python for several quantiles and for budgets (dpstats/r_interop/calls.py), without R.
 
 The R side sends column records and a budget's JSON state; these tests send the
 same builtins. Seeded fits only (no false failures).

@@ -42,7 +42,7 @@ dpstats_python <- function() {
   for (i in 1:4) {
     dir <- dirname(dir)
     candidate <- file.path(dir, ".venv", "bin", "python")
-    if (file.exists(candidate) && file.exists(file.path(dir, "dpstats", "r_interop.py"))) {
+    if (file.exists(candidate) && file.exists(file.path(dir, "dpstats", "r_interop", "__init__.py"))) {
       return(candidate)
     }
   }
