@@ -68,9 +68,10 @@ def main(argv: list[str] | None = None) -> None:
             ci = res.conf_int(0.05).loc[reference.index]
             covered += ((ci["lower"] <= reference) & (reference <= ci["upper"])).to_numpy()
         seconds = (time.perf_counter() - start) / args.seeds
-        share = covered / max(args.seeds - failed, 1)
-        worst = int(np.argmin(share))
-        verdict = "PASS" if share[worst] >= TARGET else "MISS"
+        released = args.seeds - failed
+        share = covered / released if released else np.full(covered.size, np.nan)
+        worst = int(np.argmin(share)) if released else 0
+        verdict = "no release" if not released else "PASS" if share[worst] >= TARGET else "MISS"
         print(
             f"{method:<11} {estimator:<9} {name:<6} {share[worst]:>7.2f} {reference.index[worst][:18]:<18} "
             f"{failed:>6} {seconds:>6.2f}  {verdict}     {','.join(sorted(picked))}",
