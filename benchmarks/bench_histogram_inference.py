@@ -20,12 +20,11 @@
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from unittest import mock
 
 import numpy as np
 import statsmodels.formula.api as smf
+from timing import median_time
 
 import dpstats
 from dpstats.coverage import DESIGNS
@@ -46,16 +45,6 @@ def _fit(estimator: str, name: str, data, **options):
     return dpstats.dp_ols(design.formula, data, **kwargs)
 
 
-def _median_time(call, reps: int) -> float:
-    call()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def timing(reps: int) -> None:
     print(f"{'estimator':<9} {'design':<16} {'eps':>4} {'point, ms':>10} {'with SEs, ms':>13} {'added/point':>12}")
     for eps in (1.0, 5.0):
@@ -63,12 +52,12 @@ def timing(reps: int) -> None:
             data = DESIGNS[name].draw(np.random.default_rng(0), 10_000)
             for estimator in ("ols", "quantreg"):
                 call = lambda: _fit(estimator, name, data, eps=eps, random_state=1)  # noqa: B023, E731
-                full = _median_time(call, reps)
+                full = median_time(call, reps)
                 with (
                     mock.patch.object(cell_fits, "cell_intervals", _no_intervals),
                     mock.patch.object(mechanism, "cell_intervals", _no_intervals),
                 ):
-                    point = _median_time(call, reps)
+                    point = median_time(call, reps)
                 verdict = "PASS" if (full - point) / point <= 3 else "MISS"
                 print(
                     f"{estimator:<9} {name:<16} {eps:>4g} {1e3 * point:>10.2f} {1e3 * full:>13.2f} "

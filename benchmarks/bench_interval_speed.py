@@ -12,27 +12,16 @@ default share. The added time over the point's time must be at most 3.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 from bench_coverage import METHODS, Method
+from timing import median_time
 
 import dpstats
 from dpstats.coverage import DESIGNS
 
 FREE = {"histogram"}
 """Mechanisms whose standard errors cost no budget: se_share=0 still computes them."""
-
-
-def _median_time(call, reps: int) -> float:
-    call()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _fit(method: Method, data, design, share):
@@ -66,8 +55,8 @@ def main() -> None:
             if method.max_slopes is not None and design.slopes > method.max_slopes:
                 continue
             data = design.draw(np.random.default_rng(0), args.n)
-            point = _median_time(lambda: _fit(method, data, design, 0.0), args.reps)  # noqa: B023
-            full = _median_time(lambda: _fit(method, data, design, None), args.reps)  # noqa: B023
+            point = median_time(lambda: _fit(method, data, design, 0.0), args.reps)  # noqa: B023
+            full = median_time(lambda: _fit(method, data, design, None), args.reps)  # noqa: B023
             ratio = (full - point) / point
             free = method.method in FREE
             verdict = "free: both include the SEs" if free else ("PASS" if ratio <= 3 else "MISS")

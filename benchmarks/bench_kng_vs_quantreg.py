@@ -11,27 +11,16 @@ its own). Median wall time of ``--reps`` fits each, after one warm-up fit.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from functools import partial
 
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
+from timing import median_time
 
 import dpstats
 
 BOUNDS = {"x": (-1.0, 1.0), "y": (-6.0, 6.0)}
-
-
-def _median_time(fit, reps: int) -> float:
-    fit()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fit()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -46,11 +35,11 @@ def main() -> None:
         x = rng.uniform(-1, 1, n)
         y = -x + rng.normal(0, 1, n)
         data, X = pd.DataFrame({"x": x, "y": y}), sm.add_constant(x)
-        quantreg = _median_time(lambda: sm.QuantReg(y, X).fit(q=0.5), args.reps)  # noqa: B023
+        quantreg = median_time(lambda: sm.QuantReg(y, X).fit(q=0.5), args.reps)  # noqa: B023
         times = []
         for share in (0.0, None):  # the point alone; with the default share of eps spent on standard errors
             call = partial(dpstats.dp_quantreg, "y ~ x", data, q=0.5, eps=1.0, bounds=BOUNDS, method="kng")
-            times.append(_median_time(partial(call, se_share=share), args.reps))
+            times.append(median_time(partial(call, se_share=share), args.reps))
         point, full = (t / quantreg for t in times)
         verdict = "PASS" if full <= 10 else "point PASS" if point <= 10 else "MISS"
         print(f"{n:>8} {quantreg:>12.3f} {times[0]:>13.3f} {point:>6.1f} {times[1]:>13.3f} {full:>6.1f}  {verdict}")

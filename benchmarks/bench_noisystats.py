@@ -23,10 +23,10 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+from timing import median_time
 
 FORMULA = "y ~ x1 + x2 + C(g)"
 BOUNDS = {"x1": (0.0, 10.0), "x2": (-5.0, 5.0), "y": (-50.0, 80.0)}
@@ -46,17 +46,6 @@ def synthetic(n: int, seed: int = SEED) -> pd.DataFrame:
     effect = pd.Series(g).map({"a": 0.0, "b": 1.0, "c": -2.0, "d": 3.0}).to_numpy()
     y = np.clip(1.0 + 2.0 * x1 - 1.5 * x2 + effect + rng.normal(0.0, 2.0, n), *BOUNDS["y"])
     return pd.DataFrame({"y": y, "x1": x1, "x2": x2, "g": g})
-
-
-def median_time(fn: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``fn()`` over ``repeats`` runs, after one warm-up run."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def import_time(module: str, runs: int = 5) -> float:

@@ -321,38 +321,11 @@ def _grouped_call(
         raise ValueError("a grouped fit takes eps (and delta), not rho, and composes its groups as (eps, delta)-DP")
 
     def run(estimator, formula, data, bounds, levels, random_state, n_jobs, q=None) -> DPGroupedResults:
+        checked = dict(spec=plan.spec, hyper=plan.hyper, privacy=plan.privacy, notion=plan.notion)
+        call = dict(need_bounds=plan.need_bounds, bounds=bounds, levels=levels, random_state=random_state, q=q)
         if is_dask(data):  # the rows stay on the workers: dpstats/grouped_distributed.py
-            return grouped_distributed.fit_by_group(
-                estimator,
-                formula,
-                data,
-                declaration,
-                spec=plan.spec,
-                hyper=plan.hyper,
-                privacy=plan.privacy,
-                notion=plan.notion,
-                need_bounds=plan.need_bounds,
-                bounds=bounds,
-                levels=levels,
-                random_state=random_state,
-                q=q,
-            )
-        return fit_by_group(
-            estimator,
-            formula,
-            data,
-            declaration,
-            spec=plan.spec,
-            hyper=plan.hyper,
-            privacy=plan.privacy,
-            notion=plan.notion,
-            need_bounds=plan.need_bounds,
-            bounds=bounds,
-            levels=levels,
-            random_state=random_state,
-            n_jobs=n_jobs,
-            q=q,
-        )
+            return grouped_distributed.fit_by_group(estimator, formula, data, declaration, **checked, **call)
+        return fit_by_group(estimator, formula, data, declaration, n_jobs=n_jobs, **checked, **call)
 
     return run
 

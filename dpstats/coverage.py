@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .noise import make_rng
+
 Fit = Callable[[pd.DataFrame, "SimulationDesign", int], object]
 """``fit(data, design, seed)`` -> a result with ``params``, ``conf_int()`` and ``failed``."""
 
@@ -138,12 +140,12 @@ def coverage_cell(
     released) counts in ``no_interval`` and not in the coverage or the width;
     an infinite interval (a failed interval release) covers.
     """
-    data_rngs = np.random.SeedSequence(seed).spawn(reps)
+    data_rngs = make_rng(seed).spawn(reps)  # the streams of SeedSequence(seed).spawn(reps)
     terms = tuple(design.truth)
     truth = np.array([design.truth[t] for t in terms])
     estimates, lows, highs, failures = [], [], [], 0
     for rep, child in enumerate(data_rngs):
-        data = design.draw(np.random.default_rng(child), n)
+        data = design.draw(child, n)
         res = fit(data, design, seed * 1_000_003 + rep)
         if res.failed:
             failures += 1

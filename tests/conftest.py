@@ -1,4 +1,4 @@
-"""Shared fixtures: the public data sets shipped with statsmodels, loaded once per session.
+"""Shared fixtures: the public data sets shipped with statsmodels, loaded once per session, and a Dask cluster.
 
 Tests must not modify them in place (take a ``.copy()`` first).
 """
@@ -29,3 +29,14 @@ def grunfeld() -> pd.DataFrame:
 def fair() -> pd.DataFrame:
     """statsmodels' fair data: 6,366 women's affairs survey (Fair 1978), with a religiousness factor."""
     return sm.datasets.fair.load_pandas().data
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A distributed.LocalCluster of two worker processes (one thread each), started once for the Dask tests."""
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
+        yield client

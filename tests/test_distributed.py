@@ -3,7 +3,7 @@
 What is tested: for every mechanism that runs on Dask, the same
 ``random_state`` gives the same estimates and standard errors on statsmodels'
 fair data (6,366 rows) as a pandas DataFrame, up to floating-point summation
-order (``rtol=1e-9``: the partitions' sums are added in another order), on a
+order (``rtol=1e-7``: the partitions' sums are added in another order), on a
 ``distributed.LocalCluster`` with two worker processes (the task stream shows
 that the partitions' statistics ran there) and on Dask's default threaded
 scheduler, with an empty partition among the others and bad cells that the
@@ -39,16 +39,6 @@ CASES = [
     ("kng", "affairs ~ yrs_married + age"),  # X'X, X'v; the SEs' residual counts and meat
 ]
 CASES = [("ols", *case) for case in CASES] + [("quantreg", "histogram", "affairs ~ yrs_married + age")]
-
-
-@pytest.fixture(scope="module")
-def client():
-    """A LocalCluster of two worker processes (one thread each), used only where a test asks for it."""
-    with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
-        distributed.Client(cluster, set_as_default=False) as c,
-    ):
-        yield c
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +83,8 @@ def test_default_scheduler_equals_pandas(dirty, dirty_dask, kind, method, formul
 
 
 @pytest.mark.parametrize(("kind", "method", "formula"), CASES)
-def test_local_cluster_equals_pandas(dirty, dirty_dask, client, kind, method, formula):
-    with dask.config.set(scheduler=client), distributed.get_task_stream(client) as stream:
+def test_local_cluster_equals_pandas(dirty, dirty_dask, dask_client, kind, method, formula):
+    with dask.config.set(scheduler=dask_client), distributed.get_task_stream(dask_client) as stream:
         res = _fit(kind, method, formula, dirty_dask)
     ran = {task["key"][0] if isinstance(task["key"], tuple) else task["key"] for task in stream.data}
     assert any(str(key).startswith("_partition_total") for key in ran)  # the statistics ran on the workers

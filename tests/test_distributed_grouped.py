@@ -54,16 +54,6 @@ STR_SIZES = {f"occ{k}": m for k, m in INT_SIZES.items()}
 
 
 @pytest.fixture(scope="module")
-def client():
-    """A LocalCluster of two worker processes (one thread each)."""
-    with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
-        distributed.Client(cluster, set_as_default=False) as c,
-    ):
-        yield c
-
-
-@pytest.fixture(scope="module")
 def dirty(fair: pd.DataFrame) -> pd.DataFrame:
     """fair with undeclared (7) and missing keys, string keys beside them, a two-level factor and bad cells."""
     data = fair.copy()
@@ -148,9 +138,9 @@ def test_group_by_group_equals_pandas(dirty, dirty_dask, estimator, method, se_s
 
 
 @pytest.mark.parametrize(("method", "se_share"), [("noisystats", 0.0), ("noisystats", None)])
-def test_local_cluster_equals_pandas(dirty, dirty_dask, client, method, se_share):
+def test_local_cluster_equals_pandas(dirty, dirty_dask, dask_client, method, se_share):
     """The batch and the group-by-group fits (noisy sizes) on two worker processes."""
-    with dask.config.set(scheduler=client), distributed.get_task_stream(client) as stream:
+    with dask.config.set(scheduler=dask_client), distributed.get_task_stream(dask_client) as stream:
         res = _fit(dirty_dask, FORMULAS[0], "occupation", False, method=method, se_share=se_share)
     ran = {task["key"][0] if isinstance(task["key"], tuple) else task["key"] for task in stream.data}
     assert any(str(key).startswith("_counts") for key in ran)  # the first pass ran on the workers
