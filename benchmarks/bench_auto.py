@@ -28,8 +28,8 @@ so a default dpstats call, which spends part of eps on them, would be compared a
 point budget):
 
 * every explicit candidate of ``method="auto"`` that applies (dpstats/planning/candidates.py:
-  NoisyStats, Theil-Sen, gradient descent, the histogram; Tukey needs delta > 0) with its
-  defaults;
+  NoisyStats as in the paper and repaired (``singular="repair"``, never fails), Theil-Sen,
+  gradient descent, the histogram; Tukey needs delta > 0) with its options;
 * ``auto``: the candidate that ``dpstats.planning.selection.choose`` picks from the cell's public
   facts (the same for every data set of a cell, so its column is that candidate's, same draws);
 * the peers (benchmark-only extras, skipped with a message when missing): diffprivlib 0.6.6
@@ -63,7 +63,7 @@ from bench_theilsen_vs_opendp import opendp_methods
 from dpstats.design import Design
 from dpstats.formula import build_design
 from dpstats.mechanisms import REGISTRY, PrivacyRequest
-from dpstats.planning.candidates import CANDIDATES
+from dpstats.planning.candidates import CANDIDATES, label_of
 from dpstats.planning.facts import PublicFacts
 from dpstats.planning.selection import choose
 
@@ -253,7 +253,8 @@ def run_cell(args: tuple[int, CellSpec, int, int]) -> Cell:
     for _ in range(datasets):
         formula, frame, bounds, levels = data_set(cell, rng)
         design, _ = build_design(formula, frame, bounds, levels)
-        auto = choose(PublicFacts.of(design, cell.eps, 0.0, "ols")).method
+        choice = choose(PublicFacts.of(design, cell.eps, 0.0, "ols"))
+        auto = label_of(choice.method, choice.options, "ols")
         c = target(design)
         truth, se, slope = ols_target(design, c)
         for name, fit in fitters.items():
@@ -267,14 +268,13 @@ def run_cell(args: tuple[int, CellSpec, int, int]) -> Cell:
             errors.setdefault(name, []).append(float(np.quantile(gaps, 0.68, method="higher")))
             slopes.setdefault(name, []).append(float(np.quantile(slope_gaps, 0.68, method="higher")))
             fails[name] = fails.get(name, 0) + sum(p is None for p in draws)
-    label = {c.method: c.label for c in CANDIDATES if c.estimator == "ols" and c.delta == 0}[auto]
-    errors["auto"], slopes["auto"], fails["auto"] = errors[label], slopes[label], fails[label]
+    errors["auto"], slopes["auto"], fails["auto"] = errors[auto], slopes[auto], fails[auto]
     return Cell(
         spec=cell,
         error={k: float(np.mean(v)) for k, v in errors.items()},
         failure={k: v / (datasets * trials) for k, v in fails.items()},
         slope_error={k: float(np.mean(v)) for k, v in slopes.items()},
-        auto=label,
+        auto=auto,
         seconds=time.process_time() - start,
     )
 
@@ -294,12 +294,17 @@ def best_peer(cell: Cell) -> float:
 def format_table(cells: list[Cell]) -> str:
     peers = (*PEERS, "diffprivlib (a/r)")
     names = [*EXPLICIT, "auto", *(p for p in peers if any(p in c.error for c in cells))]
+    widths = [max(9, len(m)) for m in names]
+    picks = max(len("auto picks"), *(len(c.auto) for c in cells))
     head = f"{'cell':<60} | "
-    head += " ".join(f"{m:>11}" for m in names) + f" | {'auto picks':>10} {'auto/best':>9} {'auto/peer':>9}"
+    head += " ".join(f"{m:>{w}}" for m, w in zip(names, widths, strict=True))
+    head += f" | {'auto picks':>{picks}} {'auto/best':>9} {'auto/peer':>9}"
     lines = [head, "-" * len(head)]
     for c in cells:
-        line = f"{c.spec.describe():<60} | " + " ".join(f"{c.error.get(m, math.nan):>11.3g}" for m in names)
-        line += f" | {c.auto:>10} {c.error['auto'] / best_explicit(c):>9.2f} {c.error['auto'] / best_peer(c):>9.2f}"
+        line = f"{c.spec.describe():<60} | "
+        line += " ".join(f"{c.error.get(m, math.nan):>{w}.3g}" for m, w in zip(names, widths, strict=True))
+        ratios = f"{c.error['auto'] / best_explicit(c):>9.2f} {c.error['auto'] / best_peer(c):>9.2f}"
+        line += f" | {c.auto:>{picks}} {ratios}"
         lines.append(line)
     return "\n".join(lines)
 

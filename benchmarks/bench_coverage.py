@@ -47,6 +47,7 @@ class Method:
 
 METHODS = [
     Method("noisystats", "noisystats", "ols"),
+    Method("noisystats repaired", "noisystats", "ols", {"singular": "repair"}),
     Method("theilsen exp", "theilsen", "ols", {"median": "exp"}, 1),
     Method("theilsen wide", "theilsen", "ols", {"median": "wide"}, 1),
     Method("theilsen smooth", "theilsen", "ols", {"median": "smooth"}, 1),
@@ -111,7 +112,7 @@ def main() -> None:
         for n in args.sizes
         for eps in args.eps
     ]
-    header = f"{'method':<17} {'design':<15} {'n':>6} {'eps':>4} {'term':<10} {'cover':>6} {'w/spread':>8} "
+    header = f"{'method':<19} {'design':<15} {'n':>6} {'eps':>4} {'term':<10} {'cover':>6} {'w/spread':>8} "
     print(header + f"{'fail':>5} {'no CI':>5} {'s/fit':>6}  verdict")
     misses = 0
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -124,7 +125,7 @@ def main() -> None:
                 misses += not (ok or none)
                 verdict = "no interval released" if none else "PASS" if ok else "MISS"
                 cells.write(
-                    f"{label:<17} {design_name:<15} {n:>6} {eps:>4g} {term[:10]:<10} {cover:>6.3f} {ratio:>8.2f} "
+                    f"{label:<19} {design_name:<15} {n:>6} {eps:>4g} {term[:10]:<10} {cover:>6.3f} {ratio:>8.2f} "
                     f"{cell.failures / cell.reps:>5.2f} {cell.no_interval / cell.reps:>5.2f} {seconds:>6.3f}  "
                     + verdict,
                     file=sys.stdout,

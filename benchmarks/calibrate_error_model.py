@@ -29,9 +29,11 @@ C(68)/sigma), the failure rate and the time per fit.
     python benchmarks/calibrate_error_model.py [--datasets 24] [--jobs 2] [--quick] [--only LABEL ...]
 
 ``--quick`` runs a small grid (for checking the script, not for the table).
-``--only`` re-runs the cells of the named candidates (after a change to their
-mechanism) and replaces them in the table; a cell's seed is its index in the
-full grid, so they are the cells a full run would write.
+``--only`` runs the cells of the named candidates (after a change to their
+mechanism, or for a new candidate) and replaces them in the table, or adds
+them to it when the table has no such cell; a cell's seed is its index in the
+full grid, so they are the cells a full run would write (a new candidate goes
+last in dpstats/planning/candidates.py, so that the others keep their indices).
 """
 
 from __future__ import annotations
@@ -122,6 +124,17 @@ def run_cell(args: tuple[Candidate, int, float, int, int, int]) -> dict:
     return out
 
 
+def _key(cell: dict) -> tuple:
+    return cell["candidate"], cell["n"], cell["eps"], cell["d"]
+
+
+def merged(kept: list[dict], fresh: list[dict]) -> list[dict]:
+    """The table's cells with ``fresh`` ones in place of those with the same key; fresh new keys appended."""
+    by_key = {_key(c): c for c in fresh}
+    old = {_key(c) for c in kept}
+    return [by_key.get(_key(c), c) for c in kept] + [c for c in fresh if _key(c) not in old]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=24)
@@ -147,7 +160,7 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for cell in pool.map(run_cell, tasks):
             cells.append(cell)
-            label = f"{cell['candidate']:<18} n={cell['n']:<6} eps={cell['eps']:<5g} d={cell['d']:<3}"
+            label = f"{cell['candidate']:<21} n={cell['n']:<6} eps={cell['eps']:<5g} d={cell['d']:<3}"
             if cell["refused"]:
                 print(f"{label} refused (public shape)", flush=True)
                 continue
@@ -158,9 +171,7 @@ def main() -> None:
         print(f"quick run: {len(cells)} cells in {time.perf_counter() - start:.0f} s (table not written)")
         return
     if args.only:
-        fresh = {(c["candidate"], c["n"], c["eps"], c["d"]): c for c in cells}
-        kept = json.loads(TABLE.read_text())["cells"]
-        cells = [fresh.get((c["candidate"], c["n"], c["eps"], c["d"]), c) for c in kept]
+        cells = merged(json.loads(TABLE.read_text())["cells"], cells)
     TABLE.write_text(json.dumps({"seed": SEED, "datasets": args.datasets, "cells": cells}, indent=1) + "\n")
     print(f"{len(cells)} cells in {time.perf_counter() - start:.0f} s -> {TABLE}")
 

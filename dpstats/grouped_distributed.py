@@ -104,7 +104,7 @@ def fit_by_group(
         scale = CenteredUnitScale.from_design(public)
         moments = rows.total(functools.partial(_moments, scale, len(declaration.keys)))
         moments = moments + _pad_moments(scale, rows.pad_design(meta), rows.pads)
-        releases = noisystats_grouped.fit_moments(public, moments, request, fit_rng, budget.changed_groups)
+        releases = noisystats_grouped.fit_moments(public, moments, request, fit_rng, budget.changed_groups, **hyper)
     else:
         options = {**hyper, **({} if q is None else {"q": q})}
         releases = _group_by_group(spec, public, rows, meta, request, fit_rng, options)

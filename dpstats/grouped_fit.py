@@ -83,7 +83,7 @@ def fit_by_group(
     spec.check_design(design)
     quantile = {} if q is None else {"q": q}
     if spec.name == "noisystats" and noisystats_grouped.supports(design, request):
-        releases = noisystats_grouped.fit_groups(design, sizes, request, fit_rng, budget.changed_groups)
+        releases = noisystats_grouped.fit_groups(design, sizes, request, fit_rng, budget.changed_groups, **hyper)
     else:
         releases = _group_by_group(spec, estimator, design, sizes, request, fit_rng, {**hyper, **quantile}, n_jobs)
     return assemble(declaration, budget, spec, hyper, reason, design, formula_spec, sizes, releases, estimator, bounds)

@@ -72,5 +72,21 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate("histogram", "histogram", "ols", _variables),
     Candidate("tukey", "tukey", "ols", _slopes, delta=TUKEY_DELTA),
     Candidate("histogram (median)", "histogram", "quantreg", _variables),
+    Candidate("noisystats (repaired)", "noisystats", "ols", _noisystats, options={"singular": "repair"}),
 )
-"""The calibrated candidates, in order of preference on ties."""
+"""The calibrated candidates, in order of preference on ties.
+
+NoisyStats with ``singular="repair"`` (dpstats/mechanisms/noisystats/repair.py)
+never fails; where the paper's NoisyStats succeeds the two agree, and the
+paper's comes first. It comes last so that the calibration's cell seeds
+(their indices in benchmarks/calibrate_error_model.py's grid) of the others
+are those of the table's.
+"""
+
+
+def label_of(method: str, options: Mapping[str, object], estimator: str) -> str | None:
+    """The label of the candidate that runs ``method`` with ``options`` for ``estimator`` (None: no candidate)."""
+    return next(
+        (c.label for c in CANDIDATES if (c.method, dict(c.options), c.estimator) == (method, dict(options), estimator)),
+        None,
+    )

@@ -25,7 +25,7 @@ from ..formula_grammar import CONTRASTS, MARKERS, NUMPY_MODULES, ROWWISE_FUNCTIO
 from ..metadata import check_bounds, check_levels
 from ..privacy import check_delta, check_eps
 from ..render import markdown_table
-from .candidates import CANDIDATES
+from .candidates import CANDIDATES, label_of
 from .error_model import predict
 from .facts import PublicFacts
 from .selection import choose
@@ -162,8 +162,7 @@ def compare_methods(
         choice = choose(facts)
     except ValueError:
         return MethodComparison(facts, table, None, False, "No mechanism applies to this design.")
-    labels = [c.label for c in CANDIDATES if c.method == choice.method and c.estimator == estimator]
-    chosen = labels[0] if labels else choice.method
+    chosen = label_of(choice.method, choice.options, estimator) or choice.method
     table["auto"] = np.where(table["method"] == chosen, "<- auto", "")
     if chosen not in set(table["method"]):
         return MethodComparison(facts, table, chosen, True, f"auto would choose {chosen} ({choice.reason}).")

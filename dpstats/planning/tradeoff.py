@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..privacy import check_eps
-from .candidates import CANDIDATES
+from .candidates import label_of
 from .comparison import plan_facts
 from .selection import choose
 
@@ -54,7 +54,7 @@ def error_curve(
             choice = choose(at)
         except ValueError:  # no mechanism applies to this design: an empty curve
             continue
-        chosen = [c.label for c in CANDIDATES if c.method == choice.method and c.estimator == estimator]
+        chosen = [label_of(choice.method, choice.options, estimator)]
         for prediction in choice.predictions:
             rows.append(
                 {

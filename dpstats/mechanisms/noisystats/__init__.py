@@ -18,7 +18,7 @@ SPEC = MechanismSpec(
     needs_bounds=True,
     max_slopes=None,
     needs_delta=False,
-    options={},
+    options={"singular": "fail"},
     fit=fit,
     distributed=frozenset({"ols"}),
 )

@@ -10,7 +10,9 @@ group). Only the order of the draws differs: one batch of Laplace noise with
 per-group scales. The rows of the design come group by group, ``sizes[g]``
 rows each (public sizes, each at least 2); or, on a Dask DataFrame, the
 groups' moments come summed over the partitions (:func:`fit_moments`), and
-the release from them is the same code.
+the release from them is the same code. ``singular="repair"`` repairs each
+group's noisy S_xx at its own floor as ``mechanism.fit`` does
+(dpstats/mechanisms/noisystats/repair.py).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ...moments import GroupMoments
 from ...noise import laplace_mechanism
 from ...privacy import PrivacySpent
 from ..base import PrivacyRequest, Release, failed_release
-from . import inference
+from . import inference, repair
 from .mechanism import FAIL_REASON, NO_SE_NOTE, _split, centered_sensitivity
 
 POINT = ("ncov(x, y)", "nvar(x)", "intercept")
@@ -69,6 +71,7 @@ def fit_groups(
     privacy: PrivacyRequest,
     rng: np.random.Generator,
     changed_groups: int = 1,
+    singular: str = "fail",
 ) -> list[Release]:
     """One release per group (module docstring); ``supports(design, privacy)`` must hold.
 
@@ -87,7 +90,8 @@ def fit_groups(
     iu, ju = np.triu_indices(p)
     s_xy = _segment_sums(Uc * vc[:, None], starts)
     s_xx_upper = _segment_sums(Uc[:, iu] * Uc[:, ju], starts)
-    return _release_groups(design, scale, m, (u_bar, v_bar, s_xy, s_xx_upper), privacy, rng, changed_groups)
+    stats = (u_bar, v_bar, s_xy, s_xx_upper)
+    return _release_groups(design, scale, m, stats, privacy, rng, changed_groups, singular)
 
 
 def unit_group_moments(scale: CenteredUnitScale, design: Design, codes: np.ndarray, groups: int) -> GroupMoments:
@@ -106,6 +110,7 @@ def fit_moments(
     privacy: PrivacyRequest,
     rng: np.random.Generator,
     changed_groups: int = 1,
+    singular: str = "fail",
 ) -> list[Release]:
     """:func:`fit_groups` from each group's unit-scale moments (``moments.n`` its public size, each >= 2).
 
@@ -116,7 +121,7 @@ def fit_moments(
     p = design.slope_indices.size
     iu, ju = np.triu_indices(p)
     stats = (moments.mean[:, :p], moments.mean[:, p], moments.comoment[:, :p, p], moments.comoment[:, iu, ju])
-    return _release_groups(design, scale, moments.n.astype(float), stats, privacy, rng, changed_groups)
+    return _release_groups(design, scale, moments.n.astype(float), stats, privacy, rng, changed_groups, singular)
 
 
 def _release_groups(
@@ -127,6 +132,7 @@ def _release_groups(
     privacy: PrivacyRequest,
     rng: np.random.Generator,
     changed_groups: int,
+    singular: str,
 ) -> list[Release]:
     """The releases from each group's size m and statistics (means of u and v, s_xy, upper triangle of s_xx)."""
     u_bar, v_bar, s_xy, s_xx_upper = stats
@@ -142,6 +148,9 @@ def _release_groups(
     s_xx = np.zeros((G, p, p))
     s_xx[:, iu, ju] = s_xx_upper
     s_xx[:, ju, iu] = s_xx_upper
+    raw = s_xx
+    if repair.check_singular(singular) == "repair":  # each group's floor at its own Laplace scale
+        s_xx = repair.repaired(s_xx, (repair.floor(p, 1.0) * p * (p + 1) / 2 * delta / eps3)[:, None])
     ok = np.linalg.eigvalsh(s_xx)[:, 0] > 0
     slopes = np.full((G, p), np.nan)
     slopes[ok] = np.linalg.solve(s_xx[ok], s_xy[ok][..., None])[..., 0]
@@ -154,7 +163,7 @@ def _release_groups(
     order[design.slope_indices] = np.arange(1, p + 1)
     params = theta[:, order]
     nan_cov = np.full((p + 1, p + 1), np.nan)
-    nvar = s_xx * np.outer(scale.x_width, scale.x_width)
+    nvar = raw * np.outer(scale.x_width, scale.x_width)
     ncov = s_xy * scale.x_width * scale.y_width
     releases = []
     for g in range(G):

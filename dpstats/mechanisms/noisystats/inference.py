@@ -46,7 +46,7 @@ import numpy as np
 
 from ... import noise, sandwich
 from ...uncertainty import infinite_cov, replicate_covariance
-from . import structured
+from . import repair, structured
 
 DEFAULT_SHARE = 0.2
 """The part of eps spent on the sandwich unless the user sets ``se_share``."""
@@ -181,22 +181,20 @@ def _normal_draws(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray, s
 
 
 def _noisy_solve(
-    rng: np.random.Generator, s_xx: np.ndarray, targets: np.ndarray, xx_scale: float, xy_scale: float
+    rng: np.random.Generator,
+    s_xx: np.ndarray,
+    targets: np.ndarray,
+    scales: tuple[float, float],
+    floor: float | None,
 ) -> np.ndarray:
-    """Refits ``(S + E*)^{-1} (S b* + e*)`` for each row b* of ``targets``; NaN where S + E* is not PD."""
+    """Refits ``(S + E*)^{-1} (S b* + e*)`` for each row b* of ``targets``, S + E* repaired at ``floor``.
+
+    Without a floor (``singular="fail"``), NaN where S + E* is not PD.
+    """
     size, p = targets.shape
-    upper = noise.laplace(rng, xx_scale, (size, p * (p + 1) // 2))
-    E = np.zeros((size, p, p))
-    rows, cols = np.triu_indices(p)
-    E[:, rows, cols] = upper
-    E[:, cols, rows] = upper
-    S = s_xx + E
-    rhs = targets @ s_xx + noise.laplace(rng, xy_scale, (size, p))
-    definite = np.linalg.eigvalsh(S)[:, 0] > 0
-    out = np.full((size, p), np.nan)
-    if definite.any():
-        out[definite] = np.linalg.solve(S[definite], rhs[definite][..., None])[..., 0]
-    return out
+    S = s_xx + repair.noise_matrices(rng, scales[0], p, *repair.upper_pattern(p), (), size)
+    rhs = targets @ s_xx + noise.laplace(rng, scales[1], (size, p))
+    return repair.solve_refits(S, rhs, floor)
 
 
 def centered_replicates(
@@ -205,18 +203,19 @@ def centered_replicates(
     cov_unit: np.ndarray,
     s_xx: np.ndarray,
     u_bar: np.ndarray,
-    n: int,
     scales: tuple[float, float, float],
+    floor: float | None = None,
 ) -> np.ndarray:
     """Bootstrap refits of (intercept, slopes) on the unit scale (module docstring, step 2).
 
     ``scales`` are the Laplace scales of S_xx's entries, S_xy's entries and
-    the intercept's ``1 / (n eps_3)`` factor (times ``1 + sum |b~|``).
+    the intercept's ``1 / (n eps_3)`` factor (times ``1 + sum |b~|``);
+    ``floor`` the repair's (dpstats/mechanisms/noisystats/repair.py), None for none.
     """
-    xx_scale, xy_scale, intercept_scale = scales
+    intercept_scale = scales[2]
     draws = _normal_draws(rng, coef_unit, cov_unit, REPLICATES)
     a_s, b_s = draws[:, 0], draws[:, 1:]
-    b_t = _noisy_solve(rng, s_xx, b_s, xx_scale, xy_scale)
+    b_t = _noisy_solve(rng, s_xx, b_s, scales[:2], floor)
     spread = intercept_scale * (1.0 + np.abs(b_t).sum(axis=1))
     a_t = a_s + (b_s - b_t) @ u_bar + noise.laplace(rng, 1.0, REPLICATES) * spread
     return np.column_stack([a_t, b_t])
@@ -228,10 +227,11 @@ def origin_replicates(
     cov: np.ndarray,
     xtx: np.ndarray,
     scales: tuple[float, float],
+    floor: float | None = None,
 ) -> np.ndarray:
     """Bootstrap refits of the coefficients on the scaled problem without an intercept."""
     draws = _normal_draws(rng, coef, cov, REPLICATES)
-    return _noisy_solve(rng, xtx, draws, scales[0], scales[1])
+    return _noisy_solve(rng, xtx, draws, scales, floor)
 
 
 Uncertainty = tuple[np.ndarray, np.ndarray | None]
@@ -246,11 +246,13 @@ def centered_uncertainty(
     n: int,
     scales: tuple[float, float, float],
     to_user: tuple[np.ndarray, np.ndarray, np.ndarray],
+    floor: float | None = None,
 ) -> Uncertainty:
     """Covariance and replicates in the user's units, design order (post-processing; never warns or raises).
 
     ``to_user`` = (jacobian, offset, column order) of the unit scale's
-    (intercept, slopes) to the design's columns.
+    (intercept, slopes) to the design's columns; ``s_xx`` is the matrix the
+    estimate solved with (repaired at ``floor`` with ``singular="repair"``).
     """
     jacobian, offset, order = to_user
     p = coef_unit.size
@@ -262,7 +264,7 @@ def centered_uncertainty(
         cov_unit = centered_covariance(released, s_xx, n, privacy_cov)
         if not np.all(np.isfinite(cov_unit)):
             return infinite_cov(p), None
-        draws = centered_replicates(rng, coef_unit, cov_unit, s_xx, released.u_sum / n, n, scales)
+        draws = centered_replicates(rng, coef_unit, cov_unit, s_xx, released.u_sum / n, scales, floor)
         return _finish((draws @ jacobian.T + offset)[:, order])
 
 
@@ -275,6 +277,7 @@ def structured_uncertainty(
     noise_scale: float,
     n: int,
     to_user: tuple[np.ndarray, np.ndarray, np.ndarray],
+    floor: float | None = None,
 ) -> Uncertainty:
     """As :func:`centered_uncertainty` for the uncentred release of :mod:`.structured`."""
     jacobian, offset, order = to_user
@@ -288,7 +291,7 @@ def structured_uncertainty(
         if not np.all(np.isfinite(cov_unit)):
             return infinite_cov(p), None
         draws = _normal_draws(rng, coef_unit, cov_unit, REPLICATES)
-        refits = structured.noisy_refits(rng, wtw, draws, layout, noise_scale)
+        refits = structured.noisy_refits(rng, wtw, draws, layout, noise_scale, floor)
         return _finish((refits @ jacobian.T + offset)[:, order])
 
 
@@ -300,6 +303,7 @@ def origin_uncertainty(
     n: int,
     scales: tuple[float, float],
     to_user: np.ndarray,
+    floor: float | None = None,
 ) -> Uncertainty:
     """As :func:`centered_uncertainty` without an intercept; ``to_user`` scales each coefficient."""
     p = coef.size
@@ -310,7 +314,7 @@ def origin_uncertainty(
         cov = sandwich.hc_covariance(xtx, sandwich.robust_meat(released, xtx, privacy_cov, n, None), n)
         if not np.all(np.isfinite(cov)):
             return infinite_cov(p), None
-        return _finish(origin_replicates(rng, coef, cov, xtx, scales) * to_user)
+        return _finish(origin_replicates(rng, coef, cov, xtx, scales, floor) * to_user)
 
 
 def _finish(replicates: np.ndarray) -> Uncertainty:

@@ -21,6 +21,11 @@ origin to the all-ones corner (every centred product moves by 1 - 1/n). The
 intercept has sensitivity (1 + sum_j |b~_j|)/n given the released b~, since
 each mean moves by at most 1/n. At p = 1 this is Algorithm 1 draw for draw.
 Failure generalises nvar <= 0: the noisy S_xx is not positive definite.
+With ``singular="repair"`` (default ``"fail"``, the paper's) the matrix to
+solve is post-processed instead, on every path below and in the standard
+errors' bootstrap, so that the fit never fails (:mod:`.repair`: its
+eigenvalues are floored at a public high-probability bound on the norm of
+its noise; no extra privacy cost).
 
 With an intercept and categorical terms of three or more levels (one-hot
 blocks of two or more dummies), the centred S_xx's noise would grow with the
@@ -62,7 +67,7 @@ from ...noise import laplace_mechanism
 from ...privacy import PrivacySpent
 from ...sandwich import from_upper_triangle, upper_triangle
 from ..base import PrivacyRequest, Release, failed_release
-from . import inference, structured
+from . import inference, repair, structured
 
 SE_NOTE = (
     "Standard errors and percentile bootstrap intervals cover the sampling error (an HC1 sandwich from a "
@@ -92,13 +97,14 @@ def _is_positive_definite(matrix: np.ndarray) -> bool:
     return True
 
 
-def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Release:
-    """Run NoisyStats on ``design`` (see the module docstring)."""
+def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, singular: str = "fail") -> Release:
+    """Run NoisyStats on ``design`` (see the module docstring; ``singular``: :mod:`.repair`)."""
+    repairs = repair.check_singular(singular) == "repair"
     if design.intercept_index is None:
-        return _fit_through_origin(design, privacy, rng)
+        return _fit_through_origin(design, privacy, rng, repairs)
     if any(len(block) > 1 for block in design.one_hot_blocks):  # one dummy alone is just a [0, 1] column
-        return _fit_structured(design, privacy, rng)
-    return _fit_centered(design, privacy, rng)
+        return _fit_structured(design, privacy, rng, repairs)
+    return _fit_centered(design, privacy, rng, repairs)
 
 
 def _split(
@@ -120,7 +126,7 @@ def on_unit_scale(scale: CenteredUnitScale, statistic: inference.UnitStatistic, 
     return statistic(*scale.transform(design))
 
 
-def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Release:
+def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, repairs: bool) -> Release:
     eps, n = privacy.eps, design.n
     share = privacy.share(inference.DEFAULT_SHARE)
     point = ("ncov(x, y)", "nvar(x)", "intercept")
@@ -140,7 +146,10 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     s_xx = from_upper_triangle(np.atleast_1d(s_xx_upper), p)
     s_xy = np.atleast_1d(s_xy)
     noisy_stats = _user_unit_stats(scale, s_xx, s_xy)
-    if not _is_positive_definite(s_xx):
+    floor = repair.floor(p, xx_sensitivity / eps3) if repairs else None
+    if floor is not None:
+        s_xx = repair.repaired(s_xx, floor)
+    elif not _is_positive_definite(s_xx):
         return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
 
     slopes = np.linalg.solve(s_xx, s_xy)
@@ -157,12 +166,12 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     scales = (xx_sensitivity / eps3, xy_sensitivity / eps3, 1.0 / (n * eps3))
     to_user = (scale.jacobian(), scale.offset(), _design_order(design))
     cov, replicates = inference.centered_uncertainty(
-        noise.postprocessing_rng(rng), released, coef_unit, s_xx, n, scales, to_user
+        noise.postprocessing_rng(rng), released, coef_unit, s_xx, n, scales, to_user, floor
     )
     return _release(params, cov, replicates, spent, note, noisy_stats)
 
 
-def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Release:
+def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, repairs: bool) -> Release:
     """Designs with an intercept and categorical blocks (dpstats/mechanisms/noisystats/structured.py)."""
     eps, n = privacy.eps, design.n
     share = privacy.share(inference.DEFAULT_SHARE)
@@ -177,7 +186,10 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     u_sum = wtw[0, 1:]
     s_xx = wtw[1:, 1:] - np.outer(u_sum, u_sum) / n
     noisy_stats = _user_unit_stats(scale, s_xx, wtv[1:] - u_sum * wtv[0] / n)
-    if not _is_positive_definite(wtw):
+    floor = structured.floor(layout, noise_scale) if repairs else None
+    if floor is not None:
+        wtw = repair.repaired(wtw, floor)
+    elif not _is_positive_definite(wtw):
         return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
     coef_unit = np.linalg.solve(wtw, wtv)
     theta = scale.jacobian() @ coef_unit + scale.offset()
@@ -190,7 +202,7 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     )
     to_user = (scale.jacobian(), scale.offset(), _design_order(design))
     cov, replicates = inference.structured_uncertainty(
-        noise.postprocessing_rng(rng), released, coef_unit, wtw, layout, noise_scale, n, to_user
+        noise.postprocessing_rng(rng), released, coef_unit, wtw, layout, noise_scale, n, to_user, floor
     )
     return _release(params, cov, replicates, spent, note, noisy_stats)
 
@@ -220,7 +232,7 @@ def _design_order(design: Design) -> np.ndarray:
     return position
 
 
-def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> Release:
+def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, repairs: bool) -> Release:
     eps = privacy.eps
     share = privacy.share(inference.DEFAULT_SHARE)
     split = _split(eps, share, ("X'y", "X'X"), sandwich.meat_split(eps * share, design.n_columns, None))
@@ -243,7 +255,10 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
         "X'X": xtx * np.outer(x_scale, x_scale),
         "X'y": xty * x_scale * y_scale,
     }
-    if not _is_positive_definite(xtx):
+    floor = repair.floor(p, xx_sensitivity / eps2) if repairs else None
+    if floor is not None:
+        xtx = repair.repaired(xtx, floor)
+    elif not _is_positive_definite(xtx):
         return failed_release(p, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
     coef_scaled = np.linalg.solve(xtx, xty)
     params = coef_scaled * y_scale / x_scale
@@ -255,7 +270,7 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
     released = sandwich.release_meat_sums(rng, full, xb, bound, eps * share, None)
     scales = (xx_sensitivity / eps2, xy_sensitivity / eps2)
     cov, replicates = inference.origin_uncertainty(
-        noise.postprocessing_rng(rng), released, coef_scaled, xtx, design.n, scales, y_scale / x_scale
+        noise.postprocessing_rng(rng), released, coef_scaled, xtx, design.n, scales, y_scale / x_scale, floor
     )
     return _release(params, cov, replicates, spent, note, noisy_stats)
 

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import noise
+from . import repair
 
 NAME = "W'W, W'y"
 """The name of the point's release (in the budget split)."""
@@ -94,6 +95,12 @@ class Layout:
         full[0, 0] = n
         full[self.tied, self.tied] = full[0, self.tied]
         return full[:-1, :-1], full[:-1, -1]
+
+    def gram_pattern(self) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """The released entries of ``W'W`` (size, rows, cols, tied diagonals): its noise's pattern."""
+        inside = self.cols < self.p + 1
+        rows, cols = self.rows[inside], self.cols[inside]
+        return self.p + 1, tuple(map(int, rows)), tuple(map(int, cols)), tuple(map(int, self.tied))
 
     def noise_map(self, coef: np.ndarray) -> np.ndarray:
         """G with ``E theta = G e`` for the noise e of the released ``W'W`` entries (E symmetric, tied diagonals)."""
@@ -181,25 +188,25 @@ def privacy_covariance(coef: np.ndarray, wtw: np.ndarray, layout: Layout, scale:
     return inverse @ middle @ inverse.T
 
 
+def floor(layout: Layout, scale: float) -> float:
+    """The repair's floor for the released ``W'W`` at Laplace ``scale`` (dpstats/mechanisms/noisystats/repair.py)."""
+    return scale * repair.norm_quantile(*layout.gram_pattern())
+
+
 def noisy_refits(
-    rng: np.random.Generator, wtw: np.ndarray, targets: np.ndarray, layout: Layout, scale: float
+    rng: np.random.Generator,
+    wtw: np.ndarray,
+    targets: np.ndarray,
+    layout: Layout,
+    scale: float,
+    floor: float | None = None,
 ) -> np.ndarray:
     """Refits ``(A + E*)^{-1} (A theta* + e*)`` for each row theta* of ``targets``, noise as released.
 
-    NaN where ``A + E*`` is not positive definite (the mechanism's failure).
+    NaN where ``A + E*`` is not positive definite (the mechanism's failure),
+    or, given the repair's ``floor``, ``A + E*`` repaired as the release was.
     """
     size, p = targets.shape
-    inside = layout.cols < p
-    rows, cols = layout.rows[inside], layout.cols[inside]
-    E = np.zeros((size, p, p))
-    draws = noise.laplace(rng, scale, (size, rows.size))
-    E[:, rows, cols] = draws
-    E[:, cols, rows] = draws
-    E[:, layout.tied, layout.tied] = E[:, 0, layout.tied]
-    S = wtw + E
+    S = wtw + repair.noise_matrices(rng, scale, *layout.gram_pattern(), size)
     rhs = targets @ wtw + noise.laplace(rng, scale, (size, p))
-    definite = np.linalg.eigvalsh(S)[:, 0] > 0
-    out = np.full((size, p), np.nan)
-    if definite.any():
-        out[definite] = np.linalg.solve(S[definite], rhs[definite][..., None])[..., 0]
-    return out
+    return repair.solve_refits(S, rhs, floor)

@@ -1,0 +1,132 @@
+"""NoisyStats without failure: ``singular="repair"`` floors the noisy Gram matrix's eigenvalues at its noise's norm.
+
+Algorithm 1 of Alabi et al. (2022) fails (its output ⊥) when the noisy
+n*var(x) is not positive; the multivariate generalisation
+(dpstats/mechanisms/noisystats/mechanism.py) when the noisy matrix it solves,
+``A~ = A + E``, is not positive definite. With ten regressors on [0, 1] at
+n = 1,000 and eps = 1 the noise E is larger than A and that is most runs.
+
+``singular="repair"`` solves with ``R(A~)`` instead: in the eigendecomposition
+``A~ = V diag(l) V'`` every eigenvalue below ``lambda`` is raised to it,
+
+    R(A~) = V diag(max(l, lambda)) V',
+
+where ``lambda`` is the LEVEL quantile of the spectral norm ``||E||_2`` of
+the release's noise: E symmetric with the released entries' iid Laplace
+noise of the release's scale, the unreleased entries fixed (n, structural
+zeros) and the tied ones tied (dpstats/mechanisms/noisystats/structured.py).
+Its law depends only on the public pattern of the release and the public
+Laplace scale (sensitivity over budget), so lambda is public: it is the
+quantile at scale 1 times the scale, the quantile computed once per pattern
+by simulation from a fixed public seed (:func:`norm_quantile`). ``R`` then
+reads only the released matrix and public numbers: it is post-processing of
+the release and costs no budget (Alabi et al. 2022, Lemma 14; docs/DESIGN.md
+section 2). The intercept's release, which uses the repaired slopes, is
+unchanged (its sensitivity holds for any released slopes).
+
+Why this repair (measured in benchmarks/bench_auto.py's cells, see
+:data:`LEVEL`). By Weyl's inequality every eigenvalue of A~ is within
+``||E||_2`` of A's, so with probability LEVEL an eigenvalue of A~ below
+lambda carries no information that A's eigenvalue exceeds 2 lambda: such
+directions are noise-dominated, and their inverse eigenvalues, which blow
+up the solve or flip its sign, are replaced by ``1/lambda``, the most the
+noise allows. Directions whose eigenvalues clear the bound are kept as
+released, so where A~ is well determined the estimate is Algorithm 1's.
+A ridge ``A~ + lambda I`` (with the same floor, so that it never fails)
+shrinks every direction, the well-determined ones too: it was worse
+wherever the unrepaired mechanism already succeeded and no better where it
+failed (module :mod:`.repair`'s measurements in benchmarks/bench_auto.py).
+
+The standard errors' parametric bootstrap (:mod:`.inference`) refits
+through the same ``R`` with the same lambda, so the replicates have the law
+of the repaired estimator; the repaired matrix is the bootstrap's truth.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ... import noise
+
+SINGULAR = ("fail", "repair")
+"""The values of NoisyStats' ``singular`` option: the paper's failure output, or this module's repair."""
+LEVEL = 0.95
+"""The probability with which the noise's spectral norm is at most the floor."""
+DRAWS = 4000
+"""Simulated noise matrices per pattern (the quantile's Monte Carlo error is below 1%)."""
+SEED = 20261125
+"""The public seed of the simulation (the floor is a public constant of the pattern)."""
+
+
+def check_singular(singular: object) -> str:
+    """The validated ``singular`` option (a ValueError names the allowed values)."""
+    if not isinstance(singular, str) or singular not in SINGULAR:
+        raise ValueError(f"singular must be one of {SINGULAR}, got {singular!r}")
+    return singular
+
+
+@functools.lru_cache(maxsize=256)
+def norm_quantile(size: int, rows: tuple[int, ...], cols: tuple[int, ...], tied: tuple[int, ...] = ()) -> float:
+    """The LEVEL quantile of ``||E||_2`` for Laplace(1) noise on the pattern (a public constant).
+
+    E is ``size x size`` and symmetric with iid Laplace(1) entries at
+    ``(rows, cols)`` mirrored (the upper triangle), zero elsewhere, and the
+    diagonal entries ``tied`` equal to their ``(0, k)`` entries.
+    """
+    rng = noise.independent_rngs(SEED, 1)[0]
+    return float(np.quantile(spectral_norms(noise_matrices(rng, 1.0, size, rows, cols, tied, DRAWS)), LEVEL))
+
+
+def noise_matrices(
+    rng: np.random.Generator,
+    scale: float,
+    size: int,
+    rows: tuple[int, ...] | np.ndarray,
+    cols: tuple[int, ...] | np.ndarray,
+    tied: tuple[int, ...] | np.ndarray,
+    count: int,
+) -> np.ndarray:
+    """``count`` noise matrices of the pattern (:func:`norm_quantile`) at Laplace scale ``scale``."""
+    rows, cols, tied = np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp), np.asarray(tied, np.intp)
+    E = np.zeros((count, size, size))
+    draws = noise.laplace(rng, scale, (count, rows.size))
+    E[:, rows, cols] = draws
+    E[:, cols, rows] = draws
+    if tied.size:
+        E[:, tied, tied] = E[:, 0, tied]
+    return E
+
+
+def spectral_norms(matrices: np.ndarray) -> np.ndarray:
+    """The spectral norm of each symmetric matrix of a stack."""
+    return np.abs(np.linalg.eigvalsh(matrices)).max(axis=-1)
+
+
+def upper_pattern(size: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Every entry of the upper triangle: the pattern of a fully released symmetric matrix."""
+    rows, cols = np.triu_indices(size)
+    return tuple(map(int, rows)), tuple(map(int, cols))
+
+
+def floor(size: int, scale: float) -> float:
+    """lambda for a fully released ``size x size`` symmetric matrix with iid Laplace(``scale``) entries."""
+    return scale * norm_quantile(size, *upper_pattern(size))
+
+
+def repaired(matrix: np.ndarray, bound: float) -> np.ndarray:
+    """``R(A~)``: eigenvalues below ``bound`` raised to it (a stack of matrices too); positive definite."""
+    values, vectors = np.linalg.eigh(matrix)
+    return (vectors * np.maximum(values, bound)[..., None, :]) @ np.swapaxes(vectors, -1, -2)
+
+
+def solve_refits(matrices: np.ndarray, rhs: np.ndarray, floor: float | None) -> np.ndarray:
+    """Each ``matrices[b]^{-1} rhs[b]``: repaired at ``floor``, or NaN where not positive definite (no floor)."""
+    if floor is not None:
+        return np.linalg.solve(repaired(matrices, floor), rhs[..., None])[..., 0]
+    definite = np.linalg.eigvalsh(matrices)[:, 0] > 0
+    out = np.full(rhs.shape, np.nan)
+    if definite.any():
+        out[definite] = np.linalg.solve(matrices[definite], rhs[definite][..., None])[..., 0]
+    return out
