@@ -23,7 +23,7 @@ import pytest
 
 import dpstats
 from dpstats.formula import build_design
-from dpstats.planning.candidates import CANDIDATES
+from dpstats.planning.candidates import CANDIDATES, label_of
 from dpstats.planning.error_model import predict
 from dpstats.planning.facts import PublicFacts
 from dpstats.planning.selection import MAX_FAILURE, choose
@@ -96,7 +96,8 @@ def test_auto_avoids_predicted_failures_and_unproven_mechanisms(n: int, eps: flo
         facts = _facts(formula, n, eps, {"x": (0, 1), "z": (0, 1), "y": (0, 1)})
         choice = choose(facts)
         assert choice.method in {c.method for c in CANDIDATES} and choice.method != "kng"
-        chosen = next(p for p in choice.predictions if _candidate(p.label).method == choice.method)
+        label = label_of(choice.method, choice.options, "ols")
+        chosen = next(p for p in choice.predictions if p.label == label)
         if any(p.failure <= MAX_FAILURE for p in choice.predictions):
             assert chosen.failure <= MAX_FAILURE
     quantile = choose(_facts("y ~ x", 1000, 1.0, {"x": (0, 1), "y": (0, 1)}, estimator="quantreg"))
