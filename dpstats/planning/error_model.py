@@ -1,7 +1,7 @@
 """Predicted error and failure rate of each candidate mechanism, from public facts only.
 
 The table (error_table.json, written by benchmarks/calibrate_error_model.py)
-holds, per candidate and cell (n, eps, d), for each of four reference
+holds, per candidate and cell (n, eps, d), for each of five reference
 scenarios (how the data fill the declared bounds and how noisy they are: not
 public, so every scenario is predicted) the 68th percentile of the slopes'
 deviation from the non-private fit on the unit scale (``dev``), the same in
