@@ -31,7 +31,9 @@ point budget):
   NoisyStats as in the paper and repaired (``singular="repair"``, never fails), Theil-Sen,
   gradient descent, the histogram; Tukey needs delta > 0) with its options;
 * ``auto``: the candidate that ``dpstats.planning.selection.choose`` picks from the cell's public
-  facts (the same for every data set of a cell, so its column is that candidate's, same draws);
+  facts with ``se_share=0``, as the cells fit (the error model then predicts each candidate at the
+  whole eps for its point; the same choice for every data set of a cell, so its column is that
+  candidate's, same draws);
 * the peers (benchmark-only extras, skipped with a message when missing): diffprivlib 0.6.6
   ``LinearRegression`` at eps / 2 (its sensitivities are one row's largest contribution, so its
   epsilon is for add/remove neighbours; replacing a row is a removal and an addition, so eps / 2
@@ -253,7 +255,7 @@ def run_cell(args: tuple[int, CellSpec, int, int]) -> Cell:
     for _ in range(datasets):
         formula, frame, bounds, levels = data_set(cell, rng)
         design, _ = build_design(formula, frame, bounds, levels)
-        choice = choose(PublicFacts.of(design, cell.eps, 0.0, "ols"))
+        choice = choose(PublicFacts.of(design, cell.eps, 0.0, "ols", se_share=0.0))
         auto = label_of(choice.method, choice.options, "ols")
         c = target(design)
         truth, se, slope = ols_target(design, c)

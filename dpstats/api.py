@@ -380,7 +380,7 @@ def _fit(
             formula, data, bounds, levels, need_bounds=plan.need_bounds, missing=missing
         )
     if spec is None:
-        choice = choose(PublicFacts.of(design, privacy.eps, privacy.delta, estimator))
+        choice = choose(PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share))
         reason = choice.reason
         spec = get_mechanism(choice.method, estimator)
         hyper = spec.check_options(choice.options)

@@ -75,7 +75,7 @@ def fit_by_group(
     )
     if spec is None:
         typical = int(np.median(sizes))  # the typical group's public size decides
-        facts = replace(PublicFacts.of(design, request.eps, request.delta, estimator), n=typical)
+        facts = replace(PublicFacts.of(design, request.eps, request.delta, estimator, request.se_share), n=typical)
         choice = choose(facts)
         spec, reason = get_mechanism(choice.method, estimator), choice.reason
         hyper = spec.check_options(choice.options)

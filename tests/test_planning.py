@@ -2,7 +2,8 @@
 
 What is tested: the facts come from the formula and the declarations only;
 which candidates apply; predictions reproduce the calibrated table at its grid
-points and fall with eps; auto never takes an unproven mechanism or one
+points and fall with eps; a call's se_share moves each prediction to the
+table's eps whose default split gives the point the same budget; auto never takes an unproven mechanism or one
 predicted to fail when another is not, and what it runs is what the rule
 chose; compare_methods needs no data, marks auto's choice, answers a target,
 and says when no mechanism gives a usable answer (the wage regression of the
@@ -23,8 +24,9 @@ import pytest
 
 import dpstats
 from dpstats.formula import build_design
+from dpstats.mechanisms import REGISTRY
 from dpstats.planning.candidates import CANDIDATES, label_of
-from dpstats.planning.error_model import predict
+from dpstats.planning.error_model import calibrated_eps, point_eps, predict
 from dpstats.planning.facts import PublicFacts
 from dpstats.planning.selection import MAX_FAILURE, choose
 
@@ -75,6 +77,27 @@ def test_predictions_reproduce_the_table_at_its_grid_points() -> None:
         prediction = predict(_candidate("noisystats"), facts)
         expected = [min(max(s["dev"], 1e-12), 1e6) for s in cell["scenarios"]]
         np.testing.assert_allclose(prediction.dev, expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize("label", ["noisystats", "theilsen", "gradient", "histogram", "tukey"])
+@pytest.mark.parametrize("n, eps", [(100, 0.3), (1000, 1.0), (10000, 10.0)])
+def test_predictions_are_at_the_point_budget(label: str, n: int, eps: float) -> None:
+    """The mapped eps gives a default fit's point the call's point budget, for the default and other shares; a
+    larger point budget is not predicted worse (up to the table's Monte Carlo noise, as in the test below)."""
+    candidate = _candidate(label)
+    facts = _facts("y ~ x", n, eps, {"x": (0, 1), "y": (0, 1)}, delta=candidate.delta)
+    assert calibrated_eps(candidate, facts) == pytest.approx(eps, rel=1e-9)
+    spec = REGISTRY[candidate.method]
+    for share in (0.0, 0.3):
+        moved = dataclasses.replace(facts, se_share=share)
+        request = dpstats.mechanisms.PrivacyRequest(eps=eps, delta=candidate.delta, se_share=share)
+        budget = eps * (1.0 - spec.se_share(n, 2, request, {}))
+        mapped = calibrated_eps(candidate, moved)
+        assert point_eps(candidate, moved, mapped, candidate.delta, None) == pytest.approx(budget, rel=1e-9)
+    if spec.se_share(n, 2, dpstats.mechanisms.PrivacyRequest(eps=eps, delta=candidate.delta), {}) > 0:
+        whole = dataclasses.replace(facts, se_share=0.0)
+        assert calibrated_eps(candidate, whole) > eps
+        assert predict(candidate, whole).typical_dev <= 1.25 * predict(candidate, facts).typical_dev
 
 
 @pytest.mark.parametrize("n", [100, 1000, 10000])

@@ -75,6 +75,13 @@ class Release:
 
 
 FitFunction = Callable[..., Release]
+ShareFunction = Callable[[int, int, PrivacyRequest, Mapping[str, object]], float]
+"""``se_share(n, columns, privacy, options)``: the part of eps a fit's standard errors spend (public facts only)."""
+
+
+def no_se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str, object]) -> float:
+    """Standard errors that are post-processing of the point's release spend nothing."""
+    return 0.0
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,9 @@ class MechanismSpec:
     fit: FitFunction
     check_request: Callable[[PrivacyRequest, Mapping[str, object]], None] | None = None
     request_notion: Callable[[PrivacyRequest, Mapping[str, object]], str] | None = None
+    se_share: ShareFunction = no_se_share
+    """The part of eps a fit's standard errors spend: the user's ``se_share`` or the mechanism's default,
+    from public facts; so the point estimate's budget is known before a fit (dpstats/planning/error_model.py)."""
     distributed: frozenset[str] = frozenset()
     """The estimators whose ``fit`` reads the rows only through ``Design.total`` (sums over chunks of
     rows, dpstats/moments.py), so that it runs on a Dask DataFrame's partitions (dpstats/distributed.py)."""

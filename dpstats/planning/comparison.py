@@ -23,7 +23,7 @@ import pandas as pd
 from ..formula import build_design
 from ..formula_grammar import CONTRASTS, MARKERS, NUMPY_MODULES, ROWWISE_FUNCTIONS
 from ..metadata import check_bounds, check_levels
-from ..privacy import check_delta, check_eps
+from ..privacy import check_delta, check_eps, check_share
 from ..render import markdown_table
 from .candidates import CANDIDATES, label_of
 from .error_model import predict
@@ -101,16 +101,17 @@ def plan_facts(
     levels: Mapping[str, Sequence] | None,
     estimator: str,
     delta: float,
+    se_share: float | None = None,
 ) -> PublicFacts:
     """The public facts of a planned call, from the formula and the declarations only (no data)."""
     if estimator not in ("ols", "quantreg"):
         raise ValueError("estimator must be 'ols' or 'quantreg'")
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
         raise ValueError("n must be an integer >= 2")
-    eps, delta = check_eps(eps), check_delta(delta)
+    eps, delta, se_share = check_eps(eps), check_delta(delta), check_share(se_share)
     bounds, levels = check_bounds(bounds), check_levels(levels)
     design, _ = build_design(formula, _prototype(formula, bounds, levels), bounds, levels)
-    return dataclasses.replace(PublicFacts.of(design, eps, delta, estimator), n=int(n))
+    return dataclasses.replace(PublicFacts.of(design, eps, delta, estimator, se_share), n=int(n))
 
 
 def compare_methods(
@@ -123,6 +124,7 @@ def compare_methods(
     estimator: str = "ols",
     delta: float = 0.0,
     target: float | None = None,
+    se_share: float | None = None,
 ) -> MethodComparison:
     """Predicted errors of every mechanism auto may choose, before any budget is spent (module docstring).
 
@@ -131,8 +133,10 @@ def compare_methods(
     it does not apply (if so), its predicted failure rate, its predicted error
     of that coefficient (a typical scenario, user's units), the same in
     standard errors of the non-private fit, and the eps and n it needs.
+    ``se_share`` is the call's (None: each mechanism's default), which
+    decides the budget each point estimate gets.
     """
-    facts = plan_facts(formula, n, eps, bounds, levels, estimator, delta)
+    facts = plan_facts(formula, n, eps, bounds, levels, estimator, delta, se_share)
     unit = facts.unit[0] if facts.unit else float("nan")
     rows = []
     for candidate in CANDIDATES:

@@ -1,7 +1,7 @@
 """Predicted error and failure rate of each candidate mechanism, from public facts only.
 
 The table (error_table.json, written by benchmarks/calibrate_error_model.py)
-holds, per candidate and cell (n, eps, d), for each of four reference
+holds, per candidate and cell (n, eps, d), for each of five reference
 scenarios (how the data fill the declared bounds and how noisy they are: not
 public, so every scenario is predicted) the 68th percentile of the slopes'
 deviation from the non-private fit on the unit scale (``dev``), the same in
@@ -13,6 +13,15 @@ grid, up to 1e9, and d are held at the grid's ends); failure rates are
 interpolated linearly. The calibration is the papers'
 analyses made concrete: every rate in them is a power of n, eps and d, so the
 error is close to log-linear between the grid's points.
+
+The point estimate's error depends on the budget the point gets, and the
+table's fits spent each mechanism's default share of eps on standard errors
+(``MechanismSpec.se_share``: none for the histogram, 0.2 for NoisyStats, 0.25
+to 0.5 for Theil-Sen, ...). A call whose ``se_share`` differs (0 in the
+benchmarks, where the peers release no standard errors) is predicted at the
+table's eps whose default split gives its point the same budget
+(:func:`calibrated_eps`), so the comparison between mechanisms is at the
+budgets they will actually spend on the point.
 """
 
 from __future__ import annotations
@@ -25,8 +34,12 @@ from importlib import resources
 
 import numpy as np
 
+from ..mechanisms import REGISTRY, PrivacyRequest
 from .candidates import Candidate
 from .facts import PublicFacts
+
+SEARCH_STEPS = 60
+"""Bisection steps of :func:`calibrated_eps` on log eps (a relative precision far below the table's)."""
 
 CAP = 1e6
 """Errors of cells with no successful fit, for interpolation (they then dominate any mean)."""
@@ -117,10 +130,37 @@ def _interpolate(values: np.ndarray, grid: _Grid, point: tuple[float, float, flo
     return np.asarray(out)
 
 
+def point_eps(candidate: Candidate, facts: PublicFacts, eps: float, delta: float, share: float | None) -> float:
+    """The budget the candidate's point estimate gets from ``eps`` when its SEs take ``share`` (None: default)."""
+    spec = REGISTRY[candidate.method]
+    options = {**candidate.options, **({"q": 0.5} if candidate.estimator == "quantreg" else {})}
+    request = PrivacyRequest(eps=eps, delta=delta, se_share=share)
+    return eps * (1.0 - spec.se_share(facts.n, facts.slopes + facts.intercept, request, options))
+
+
+def calibrated_eps(candidate: Candidate, facts: PublicFacts) -> float:
+    """The eps of the table at which a default fit's point gets this call's point budget (module docstring).
+
+    A default fit's point budget ``e (1 - share(e))`` grows with e (a share
+    falls as e grows, or is constant), so a bisection on log e between the
+    call's point budget and four times it (every default share is below 3/4)
+    finds it.
+    """
+    target = point_eps(candidate, facts, facts.eps, facts.delta, facts.se_share)
+    lo, hi = math.log(target), math.log(4.0 * target)
+    for _ in range(SEARCH_STEPS):
+        mid = 0.5 * (lo + hi)
+        if point_eps(candidate, facts, math.exp(mid), candidate.delta, None) < target:
+            lo = mid
+        else:
+            hi = mid
+    return math.exp(hi)
+
+
 def predict(candidate: Candidate, facts: PublicFacts) -> Prediction:
-    """The candidate's predicted error for ``facts`` (interpolated in the calibrated table)."""
+    """The candidate's predicted error for ``facts``: the calibrated table at :func:`calibrated_eps`."""
     grid = _table()[candidate.label]
-    point = (math.log(facts.n), math.log(facts.eps), math.log(candidate.dimension(facts)))
+    point = (math.log(facts.n), math.log(calibrated_eps(candidate, facts)), math.log(candidate.dimension(facts)))
     nearest = tuple(
         max(_weights(axis, value, extend=False), key=lambda w: w[1])[0]
         for axis, value in zip(grid.axes, point, strict=True)

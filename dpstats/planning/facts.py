@@ -19,6 +19,8 @@ class PublicFacts:
     the formula's regressor variables (what a histogram bins). ``unit`` holds,
     per slope, the factor from the unit scale to the user's units (the width
     of the response's bounds over that column's), NaN where a bound is missing.
+    ``se_share`` is the user's (None: each mechanism's default); with it the
+    error model knows the budget each mechanism's point estimate gets.
     """
 
     n: int
@@ -31,6 +33,7 @@ class PublicFacts:
     variables: int
     unit: tuple[float, ...]
     term_names: tuple[str, ...]
+    se_share: float | None = None
 
     @property
     def continuous(self) -> int:
@@ -43,7 +46,7 @@ class PublicFacts:
         return self.intercept and any(size > 1 for size in self.block_sizes)
 
     @classmethod
-    def of(cls, design: Design, eps: float, delta: float, estimator: str) -> PublicFacts:
+    def of(cls, design: Design, eps: float, delta: float, estimator: str, se_share: float | None = None) -> PublicFacts:
         """The facts of a design built by the formula front end (its shape and bounds are public)."""
         slopes = design.slope_indices
         unit = np.full(slopes.size, np.nan)
@@ -64,4 +67,5 @@ class PublicFacts:
             variables=int(count),
             unit=tuple(float(u) for u in unit),
             term_names=tuple(design.term_names[j] for j in slopes),
+            se_share=se_share,
         )

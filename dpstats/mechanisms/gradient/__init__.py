@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ..base import MechanismSpec
-from .mechanism import DEFAULTS, check_request, fit, request_notion
+from .mechanism import DEFAULTS, check_request, fit, request_notion, se_share
 
 SPEC = MechanismSpec(
     name="gradient",
@@ -18,6 +18,7 @@ SPEC = MechanismSpec(
     needs_delta=False,
     options=DEFAULTS,
     fit=fit,
+    se_share=se_share,
     check_request=check_request,
     request_notion=request_notion,
 )

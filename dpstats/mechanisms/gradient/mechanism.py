@@ -340,6 +340,11 @@ def fit_unit(
     return p, budget.spent
 
 
+def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str, object]) -> float:
+    """The part of eps the released sandwich spends (the user's ``se_share``, else :data:`.inference.DEFAULT_SHARE`)."""
+    return privacy.share(inference.DEFAULT_SHARE)
+
+
 def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **options: object) -> Release:
     """DP gradient descent on ``design`` (one regressor plus intercept; module docstring), with its intervals."""
     if design.intercept_index is None or design.slope_indices.size != 1:

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from .mechanism import DEFAULTS, KNGSpec, check_request, fit
+from .mechanism import DEFAULTS, KNGSpec, check_request, fit, se_share
 
 SPEC = KNGSpec(
     name="kng",
@@ -18,6 +18,7 @@ SPEC = KNGSpec(
     needs_delta=False,
     options=DEFAULTS,
     fit=fit,
+    se_share=se_share,
     check_request=check_request,
     distributed=frozenset({"ols"}),
 )

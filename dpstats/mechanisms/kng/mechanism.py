@@ -322,6 +322,11 @@ def _caveats(d: int, steps: int, estimator: str) -> tuple[str, ...]:
     return (f"MCMC sampler: the estimate is {chain}; {mcmc}", FLOAT_CAVEAT)
 
 
+def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str, object]) -> float:
+    """The part of eps the noisy sandwich spends: the user's ``se_share``, else the estimator's default."""
+    return privacy.share(inference.DEFAULT_SHARE["ols" if options.get("q") is None else "quantreg"])
+
+
 def fit(
     design: Design,
     privacy: PrivacyRequest,

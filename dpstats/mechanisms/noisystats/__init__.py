@@ -8,7 +8,7 @@ grouped fits (dpstats/grouping.py).
 from __future__ import annotations
 
 from ..base import MechanismSpec
-from .mechanism import fit
+from .mechanism import fit, se_share
 
 SPEC = MechanismSpec(
     name="noisystats",
@@ -20,5 +20,6 @@ SPEC = MechanismSpec(
     needs_delta=False,
     options={"singular": "fail"},
     fit=fit,
+    se_share=se_share,
     distributed=frozenset({"ols"}),
 )

@@ -56,6 +56,7 @@ and everything from the sums to the release is this module's code.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -95,6 +96,11 @@ def _is_positive_definite(matrix: np.ndarray) -> bool:
     except np.linalg.LinAlgError:
         return False
     return True
+
+
+def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str, object]) -> float:
+    """The part of eps the noisy sandwich spends (the user's ``se_share``, else :data:`.inference.DEFAULT_SHARE`)."""
+    return privacy.share(inference.DEFAULT_SHARE)
 
 
 def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, singular: str = "fail") -> Release:

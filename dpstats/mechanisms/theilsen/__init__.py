@@ -13,7 +13,7 @@ median's noise law).
 from __future__ import annotations
 
 from ..base import MechanismSpec
-from .mechanism import DEFAULTS, check_request, fit
+from .mechanism import DEFAULTS, check_request, fit, se_share
 
 SPEC = MechanismSpec(
     name="theilsen",
@@ -26,5 +26,6 @@ SPEC = MechanismSpec(
     needs_delta=False,
     options=DEFAULTS,
     fit=fit,
+    se_share=se_share,
     check_request=check_request,
 )

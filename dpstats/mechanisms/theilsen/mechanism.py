@@ -76,6 +76,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -197,19 +198,16 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
         raise ValueError("method='theilsen' fits one regressor plus intercept")
     n = design.n
     median = str(opts["median"])
-    grid = _on_grid(opts["candidates"], median, n, privacy)
-    k = matchings.resolve_k(opts["k"], n, grid_median.grid_matchings(n) if grid else DEFAULT_K[median])
-    lipschitz = matchings.lipschitz_constant(n, k)
+    plan = _plan(n, privacy, opts)
+    k, lipschitz, total, share = plan.k, plan.lipschitz, plan.total, plan.share
     lo, hi = unit_output_range(opts["output_range"], design.y_bounds)
     scale = CenteredUnitScale.from_design(design)
     u, v = scale.transform(design)
     x = u[:, 0]
-    everything = k == matchings.rounds_max(n)
-    listed = not everything or n_pairs(n) <= (grid_median.LISTED_MAX if grid else EXPLICIT_PAIRS_MAX)
-    total = n_pairs(n) if everything else k * (n // 2)
-    share = privacy.share(inference.default_share(lipschitz, total, privacy.eps))
+    everything = plan.everything
+    listed = not everything or n_pairs(n) <= (grid_median.LISTED_MAX if plan.grid else EXPLICIT_PAIRS_MAX)
     budget = inference.split(privacy.eps, share)
-    count = _cells(opts["candidates"], budget.point, total, lipschitz) if grid else None
+    count = _cells(opts["candidates"], budget.point, total, lipschitz) if plan.grid else None
     pairs = (all_pairs(n) if everything else matchings.sample_matchings(rng, n, k)) if listed else None
     sources = {
         name: ListedPairs(x, v, pairs, x0) if pairs is not None else CountedPairs(x, v, x0) for name, x0 in POINTS
@@ -277,6 +275,35 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
         hyperparameters=hyper,
         replicates=replicates,
     )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The pairs and the budget's split of a fit, from public facts (n, the request, the options)."""
+
+    grid: bool
+    k: int
+    lipschitz: int
+    everything: bool
+    total: int
+    share: float
+
+
+def _plan(n: int, privacy: PrivacyRequest, opts: Mapping[str, object]) -> _Plan:
+    """Which median runs where, how many matchings, their Lipschitz constant, the pairs and the SE share."""
+    median = str(opts["median"])
+    grid = _on_grid(opts["candidates"], median, n, privacy)
+    k = matchings.resolve_k(opts["k"], n, grid_median.grid_matchings(n) if grid else DEFAULT_K[median])
+    lipschitz = matchings.lipschitz_constant(n, k)
+    everything = k == matchings.rounds_max(n)
+    total = n_pairs(n) if everything else k * (n // 2)
+    share = privacy.share(inference.default_share(lipschitz, total, privacy.eps))
+    return _Plan(grid, k, lipschitz, everything, total, share)
+
+
+def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str, object]) -> float:
+    """The part of eps the standard errors spend (the user's ``se_share``, else the default for n and eps)."""
+    return _plan(n, privacy, check_options(options)).share
 
 
 def _on_grid(candidates: object, median: str, n: int, privacy: PrivacyRequest) -> bool:

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from ..base import MechanismSpec
-from .mechanism import DEFAULTS, check_request, fit
+from .mechanism import DEFAULTS, check_request, fit, se_share
 
 SPEC = MechanismSpec(
     name="tukey",
@@ -20,5 +20,6 @@ SPEC = MechanismSpec(
     needs_delta=True,
     options=DEFAULTS,
     fit=fit,
+    se_share=se_share,
     check_request=check_request,
 )

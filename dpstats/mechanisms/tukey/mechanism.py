@@ -164,6 +164,12 @@ def ptr_threshold(eps1: float, delta: float) -> float:
     return math.log(1.0 / (2.0 * delta)) / eps1
 
 
+def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str, object]) -> float:
+    """The part of eps the spreads spend: the user's ``se_share``, else :func:`.inference.default_share`."""
+    m = options.get("m")
+    return privacy.share(inference.default_share(n, columns, privacy.eps, privacy.delta, None if m is None else int(m)))
+
+
 def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, m: int | None = None) -> Release:
     """Run the Tukey mechanism on ``design`` (see the module docstring), with its intervals (:mod:`.inference`)."""
     n, d = design.n, design.n_columns
