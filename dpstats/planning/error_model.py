@@ -141,11 +141,15 @@ def point_eps(candidate: Candidate, facts: PublicFacts, eps: float, delta: float
 def calibrated_eps(candidate: Candidate, facts: PublicFacts) -> float:
     """The eps of the table at which a default fit's point gets this call's point budget (module docstring).
 
-    A default fit's point budget ``e (1 - share(e))`` grows with e (a share
-    falls as e grows, or is constant), so a bisection on log e between the
-    call's point budget and four times it (every default share is below 3/4)
-    finds it.
+    With the default share that is the call's eps. Otherwise a bisection on
+    log e between the call's point budget and four times it (every default
+    share is below 3/4) finds where a default fit's point budget
+    ``e (1 - share(e))`` reaches it: that budget grows with e, as the default
+    shares are constant or fall with e (Tukey's switches on at the eps where
+    the point can afford it, a step the bisection lands on either side of).
     """
+    if facts.se_share is None:
+        return facts.eps
     target = point_eps(candidate, facts, facts.eps, facts.delta, facts.se_share)
     lo, hi = math.log(target), math.log(4.0 * target)
     for _ in range(SEARCH_STEPS):
