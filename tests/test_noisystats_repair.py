@@ -33,6 +33,7 @@ from dpstats.mechanisms.base import PrivacyRequest
 from dpstats.mechanisms.noisystats import inference, repair
 from dpstats.mechanisms.noisystats import mechanism as noisystats
 from dpstats.mechanisms.noisystats.grouped import fit_groups
+from dpstats.planning.candidates import CANDIDATES
 from dpstats.planning.facts import PublicFacts
 from dpstats.planning.selection import choose
 
@@ -244,3 +245,14 @@ def test_auto_runs_the_repair_where_the_paper_is_predicted_to_fail() -> None:
     bounds = {c: (0, 1) for c in frame.columns}
     res = dpstats.dp_ols("y ~ " + " + ".join(frame.columns[:-1]), frame, eps=1.0, bounds=bounds, random_state=2)
     assert res.method == "noisystats" and not res.failed
+
+
+def test_the_repaired_candidate_is_refused_with_categorical_terms_of_three_or_more_levels() -> None:
+    """Deterministic: not calibrated there (dpstats/planning/candidates.py); two levels (one dummy) are a column."""
+    repaired = next(c for c in CANDIDATES if c.label == "noisystats (repaired)")
+    frame = pd.DataFrame({"x": [0.0, 1.0, 0.5], "g": ["a", "b", "c"], "y": [0.0, 1.0, 0.5]})
+    bounds = {"x": (0, 1), "y": (0, 1)}
+    for levels, refused in ((["a", "b", "c"], True), (["a", "b"], False)):
+        design, _ = build_design("y ~ x + C(g)", frame[frame["g"].isin(levels)], bounds, {"g": levels})
+        refusal = repaired.refusal(PublicFacts.of(design, 1.0, 0.0, "ols"))
+        assert (refusal is not None) == refused and (not refused or "categorical" in refusal)

@@ -26,7 +26,11 @@ through the inverse. Both parts are reported:
    intercept's noise included. The B refits (all at once: one batched solve)
    are post-processing of the release and cost no budget; a refit whose noisy
    S_xx is not positive definite is the mechanism's failure and is dropped, as
-   the release itself succeeded. Standard errors are the replicates' spread.
+   the release itself succeeded. With ``singular="repair"`` every refit's
+   matrix is repaired as the release's was, at the same public floor, and the
+   repaired release is the truth the refits start from
+   (dpstats/mechanisms/noisystats/repair.py), so the replicates have the
+   repaired estimator's law. Standard errors are the replicates' spread.
 3. **Percentile intervals** (dpstats/uncertainty.py). The error is a ratio
    with a noisy denominator, skewed by the noise; the basic interval reflects
    that skew the wrong way and over-covers once the noise in S_xx is a tenth
