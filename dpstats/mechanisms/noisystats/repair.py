@@ -57,6 +57,14 @@ in 18, 3 and 5 of those cells.
 The standard errors' parametric bootstrap (:mod:`.inference`) refits
 through the same ``R`` with the same lambda, so the replicates have the law
 of the repaired estimator; the repaired matrix is the bootstrap's truth.
+Measured by benchmarks/bench_coverage.py (``noisystats repaired``, 500
+replications, eps = 1): where the repair binds the 95% intervals cover a
+little less than they should, as the paper's own intervals do where it
+succeeds: at n = 100 the slope 0.93 (symmetric) and 0.91 (categorical, where
+the paper fails in 74% of runs), the intercept 0.90 and 0.95; at n = 300
+0.93-0.95 for the slopes and 0.87-0.95 for the intercept (the paper: 0.91 for
+the intercept); at n = 1,000 they equal the paper's (0.95-0.98). Percentile
+intervals: basic ones covered less (0.85-0.94).
 """
 
 from __future__ import annotations
