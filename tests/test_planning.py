@@ -24,8 +24,8 @@ import pytest
 
 import dpstats
 from dpstats.formula import build_design
-from dpstats.planning.candidates import CANDIDATES
 from dpstats.mechanisms import REGISTRY
+from dpstats.planning.candidates import CANDIDATES
 from dpstats.planning.error_model import calibrated_eps, point_eps, predict
 from dpstats.planning.facts import PublicFacts
 from dpstats.planning.selection import MAX_FAILURE, choose
