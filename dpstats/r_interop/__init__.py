@@ -3,7 +3,7 @@
 * R users calling Python (the R package in ``r_bridge/``, through reticulate):
   dpstats/r_interop/columns.py rebuilds the data from R's column records, and
   dpstats/r_interop/calls.py answers the R package's calls (fits, budgets,
-  tables) in builtins only.
+  tables, the plan before spending) in builtins only.
 * Python users holding R objects (rpy2): dpstats/r_interop/embedded.py.
 
 Nothing here reads or releases data beyond what ``dp_ols`` does: the data go in,
@@ -15,6 +15,7 @@ from .calls import (
     budget_from_json,
     budget_payload,
     check_budget_first,
+    compare_from_r,
     fit_from_r,
     new_budget,
     result_payload,
@@ -28,6 +29,7 @@ __all__ = [
     "budget_payload",
     "check_budget_first",
     "column_from_r",
+    "compare_from_r",
     "describe_frame",
     "echo_columns",
     "fit_from_r",

@@ -8,7 +8,8 @@ int, bool, None), which reach R as named lists and vectors. Errors come back as
 privacy budget crosses as the JSON text of its file (:func:`budget_payload`): R
 keeps it, sends it with a fit (after :func:`check_budget_first`, before any
 column) and gets it back spent. :func:`table_from_r` lays out fits held in R with
-``dpstats.table``'s layout.
+``dpstats.table``'s layout; :func:`compare_from_r` is ``dpstats.compare_methods``,
+the plan before any budget is spent.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def result_payload(res: Any) -> dict:
     return plain(payload)
 
 
-def _random_state(value: Any) -> Any:
+def _integral(value: Any) -> Any:
+    """An integral double from R (R's numbers are doubles) as a Python int; anything else unchanged."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
@@ -193,7 +195,7 @@ def _fit(
         "levels": levels or None,
         "method": method,
         "delta": delta,
-        "random_state": _random_state(random_state),
+        "random_state": _integral(random_state),
         "budget": budget,
     }
     kwargs.update(_named(options) or {})
@@ -211,12 +213,12 @@ def _grouped_options(kwargs: dict[str, Any]) -> None:
     """R's ``groups`` (a vector) and ``group_sizes`` (sizes in the order of ``groups``) as dp_ols takes them."""
     if kwargs.get("groups") is None:
         return
-    keys = [_random_state(k) for k in as_list(kwargs["groups"])]  # integral doubles from R are integers
+    keys = [_integral(k) for k in as_list(kwargs["groups"])]
     kwargs["groups"] = keys
     kwargs["n_jobs"] = int(kwargs.get("n_jobs") or 1)  # no process pool from inside R unless asked
     sizes = kwargs.get("group_sizes")
     if sizes is not None:
-        sizes = [_random_state(v) for v in as_list(sizes)]
+        sizes = [_integral(v) for v in as_list(sizes)]
         if len(sizes) != len(keys):
             raise ValueError("group_sizes must give one size per key of groups, in the same order")
         kwargs["group_sizes"] = dict(zip(keys, sizes, strict=True))
@@ -346,3 +348,47 @@ def table_from_r(fits: Any, fmt: str = "latex", options: Any = None) -> dict:
         return {"ok": True, "text": text}
     except Exception as exc:  # reported to R as an R error, never swallowed
         return {"ok": False, "error": type(exc).__name__, "message": str(exc)}
+
+
+def compare_from_r(
+    formula: str,
+    n: Any,
+    eps: Any,
+    bounds: Any = None,
+    levels: Any = None,
+    estimator: str = "ols",
+    delta: Any = 0.0,
+    target: Any = None,
+    se_share: Any = None,
+) -> dict:
+    """``dpstats.compare_methods`` for R's ``dp_compare_methods``: no data, public facts only.
+
+    Returns ``{"ok": True, "table": {column: values}, "chosen", "usable",
+    "message", "text"}`` (``text``: the comparison as Python prints it, so both
+    sides print one layout) or an error record.
+    """
+    try:
+        from ..planning.comparison import compare_methods
+
+        out = compare_methods(
+            formula,
+            _integral(n),
+            eps,
+            {k: as_list(v) for k, v in (_named(bounds) or {}).items()} or None,
+            {k: as_list(v) for k, v in (_named(levels) or {}).items()} or None,
+            estimator=estimator,
+            delta=delta,
+            target=target,
+            se_share=se_share,
+        )
+        table = {column: out.table[column].tolist() for column in out.table.columns}
+        return {
+            "ok": True,
+            "table": table,
+            "chosen": out.chosen,
+            "usable": out.usable,
+            "message": out.message,
+            "text": str(out),
+        }
+    except Exception as exc:  # reported to R as an R error, never swallowed
+        return _error(exc)

@@ -103,6 +103,19 @@
   call
 }
 
+# The declared bounds and levels under Python's names (NULL when none): bounds by the
+# translated column or expression, levels of the variables sent as character, and a
+# bare logical column as a two-level factor, as in lm (its levels follow from R's type).
+.python_declarations <- function(bounds, levels, tr, data, env) {
+  bounds_py <- setNames(lapply(bounds, as.list), vapply(names(bounds), .translate_bound_name, "",
+                                                            data = data, tr = tr, env = env))
+  categorical <- intersect(names(levels), union(tr$factor_vars, tr$bare_categorical))
+  levels_py <- setNames(lapply(categorical, function(v) as.list(as.character(levels[[v]]))),
+                        unname(tr$pyname[categorical]))
+  for (v in tr$bare_logical) levels_py[[tr$pyname[[v]]]] <- list(FALSE, TRUE)
+  list(bounds = if (length(bounds_py)) bounds_py else NULL, levels = if (length(levels_py)) levels_py else NULL)
+}
+
 .dp_fit <- function(estimator, call, formula, data, eps, bounds, levels, method, delta,
                     random_state, missing, options, tau = NULL, budget = NULL, grouped = NULL) {
   .check_budget(budget)
@@ -143,13 +156,7 @@
     options <- c(options, list(by = py_by, groups = as.list(grouped$groups),
                                group_sizes = if (is.null(grouped$group_sizes)) NULL else as.list(grouped$group_sizes)))
   }
-  bounds_py <- setNames(lapply(bounds, as.list), vapply(names(bounds), .translate_bound_name, "",
-                                                            data = data, tr = tr, env = env))
-  categorical <- intersect(names(levels), as_character)
-  levels_py <- setNames(lapply(categorical, function(v) as.list(as.character(levels[[v]]))),
-                        unname(tr$pyname[categorical]))
-  # a bare logical column is a two-level factor, as in lm: its levels follow from R's column type
-  for (v in tr$bare_logical) levels_py[[tr$pyname[[v]]]] <- list(FALSE, TRUE)
+  declared <- .python_declarations(bounds, levels, tr, data, env)
   if (!is.null(random_state)) {
     if (random_state != round(random_state) || random_state < 0) stop("random_state must be a non-negative integer", call. = FALSE)
     if (abs(random_state) <= .Machine$integer.max) random_state <- as.integer(random_state)
@@ -158,8 +165,7 @@
   mod <- .interop()
   out <- mod$fit_from_r(
     estimator = estimator, formula = tr$python, columns = columns, eps = eps,
-    bounds = if (length(bounds_py)) bounds_py else NULL,
-    levels = if (length(levels_py)) levels_py else NULL,
+    bounds = declared$bounds, levels = declared$levels,
     method = method, delta = delta, random_state = random_state, missing = missing,
     options = if (length(options)) options else NULL, tau = tau, nrow = nrow(data),
     budget = if (is.null(budget)) NULL else budget$state,
