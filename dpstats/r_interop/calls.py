@@ -168,6 +168,11 @@ def budget_from_json(text: str) -> dict:
         return _error(exc)
 
 
+def _declared(named: Any) -> dict | None:
+    """R's bounds or levels (a named list of vectors) as dp_ols takes them; None when there are none."""
+    return {k: as_list(v) for k, v in (_named(named) or {}).items()} or None
+
+
 def _fit(
     estimator: str,
     formula: str,
@@ -187,12 +192,11 @@ def _fit(
     import dpstats
 
     frame = frame_from_columns(columns, nrow)
-    bounds = {k: as_list(v) for k, v in (_named(bounds) or {}).items()}
-    levels = {k: as_list(v) for k, v in (_named(levels) or {}).items()}
+    bounds, levels = _declared(bounds), _declared(levels)
     kwargs: dict[str, Any] = {
         "eps": eps,
-        "bounds": bounds or None,
-        "levels": levels or None,
+        "bounds": bounds,
+        "levels": levels,
         "method": method,
         "delta": delta,
         "random_state": _integral(random_state),
@@ -374,8 +378,8 @@ def compare_from_r(
             formula,
             _integral(n),
             eps,
-            {k: as_list(v) for k, v in (_named(bounds) or {}).items()} or None,
-            {k: as_list(v) for k, v in (_named(levels) or {}).items()} or None,
+            _declared(bounds),
+            _declared(levels),
             estimator=estimator,
             delta=delta,
             target=target,
