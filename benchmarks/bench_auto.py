@@ -1,6 +1,7 @@
 """method="auto" against the best explicit mechanism and against diffprivlib and OpenDP (issue 15's must-show).
 
-Run with ``python benchmarks/bench_auto.py [--datasets D] [--trials R] [--workers W] [--quick]``.
+Run with ``python benchmarks/bench_auto.py [--datasets D] [--trials R] [--workers W] [--quick] [--family F]``
+(``--family categorical``, say: only that family's cells, with the seeds they have in the full run).
 
 Cells (every bound declared [0, 1], so the unit scale is the user's scale; pure eps-DP, delta = 0):
 
@@ -75,6 +76,7 @@ WITHIN = 1.1
 TARGET_SHARE = 0.9
 MAX_FAILURE = 0.01
 CATEGORICAL_RATIO = 2.0
+FAMILIES = ("alabi", "d", "skewed", "categorical")
 
 
 @dataclass(frozen=True)
@@ -312,6 +314,19 @@ def format_table(cells: list[Cell]) -> str:
     return "\n".join(lines)
 
 
+def format_slopes(cells: list[Cell]) -> str:
+    """The categorical cells' 68th-percentile slope error of x1 (unit scale) per dpstats method, and auto's pick."""
+    names = [m for m in (*EXPLICIT, "auto") if any(m in c.slope_error for c in cells)]
+    widths = [max(9, len(m)) for m in names]
+    head = f"{'cell (slope of x1)':<60} | " + " ".join(f"{m:>{w}}" for m, w in zip(names, widths, strict=True))
+    lines = [head, "-" * len(head)]
+    for c in cells:
+        line = f"{c.spec.describe():<60} | "
+        line += " ".join(f"{c.slope_error.get(m, math.nan):>{w}.3g}" for m, w in zip(names, widths, strict=True))
+        lines.append(f"{line} | {c.auto}")
+    return "\n".join(lines)
+
+
 def _ratio(a: float, b: float) -> float:
     """a / b with inf / inf = 1 (both useless) and nan where b is missing."""
     return 1.0 if math.isinf(a) and math.isinf(b) else a / b
@@ -380,11 +395,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trials", type=int, default=12, help="trials per data set and method")
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
     parser.add_argument("--quick", action="store_true", help="three cells, to check the script")
+    parser.add_argument("--family", choices=FAMILIES, help="only this family's cells (same seeds as in the full run)")
     args = parser.parse_args(argv)
     if not diffprivlib_fitter() or not opendp_fitter():
         print("diffprivlib or OpenDP is not installed (benchmark-only extras): their columns are left out")
     cells_in = grid(args.quick)
     tasks = [(i, cell, args.datasets, args.trials) for i, cell in enumerate(cells_in)]
+    if args.family:
+        tasks = [task for task in tasks if task[1].family == args.family]
+        cells_in = [task[1] for task in tasks]
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         cells = list(pool.map(run_cell, sorted(tasks, key=lambda t: -t[1].n * t[1].d)))
@@ -396,6 +415,10 @@ def main(argv: list[str] | None = None) -> None:
         f"x {args.trials} trials per cell"
     )
     print(format_table(cells))
+    categorical = [c for c in cells if c.spec.family == "categorical"]
+    if categorical:
+        print()
+        print(format_slopes(categorical))
     print()
     for line in verdict(cells):
         print(line)

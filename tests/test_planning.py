@@ -26,7 +26,7 @@ import dpstats
 from dpstats.formula import build_design
 from dpstats.mechanisms import REGISTRY
 from dpstats.planning.candidates import CANDIDATES, label_of
-from dpstats.planning.error_model import calibrated_eps, point_eps, predict
+from dpstats.planning.error_model import calibrated_eps, categorical_levels, point_eps, predict
 from dpstats.planning.facts import PublicFacts
 from dpstats.planning.selection import MAX_FAILURE, choose
 
@@ -70,13 +70,62 @@ def test_which_candidates_apply() -> None:
 
 def test_predictions_reproduce_the_table_at_its_grid_points() -> None:
     raw = json.loads(resources.files("dpstats.planning").joinpath("error_table.json").read_text())
-    cells = [c for c in raw["cells"] if c["candidate"] == "noisystats" and c["d"] == 1 and not c["refused"]]
+    cells = [
+        c for c in raw["cells"] if c["candidate"] == "noisystats" and c["d"] == 1 and "levels" not in c and not c["refused"]
+    ]
     assert cells
     for cell in cells[:: max(1, len(cells) // 8)]:
         facts = _facts("y ~ x", cell["n"], cell["eps"], {"x": (0, 1), "y": (0, 1)})
         prediction = predict(_candidate("noisystats"), facts)
         expected = [min(max(s["dev"], 1e-12), 1e6) for s in cell["scenarios"]]
         np.testing.assert_allclose(prediction.dev, expected, rtol=1e-9)
+
+
+def _categorical(levels: int, n: int, eps: float, delta: float = 0.0, estimator: str = "ols") -> PublicFacts:
+    """The facts of ``y ~ x + C(g)`` with ``levels`` declared levels."""
+    names = ["a", "b", *(f"l{k}" for k in range(levels - 2))]
+    return _facts("y ~ x + C(g)", n, eps, {"x": (0, 1), "y": (0, 1)}, {"g": names}, delta, estimator)
+
+
+def test_categorical_designs_are_predicted_from_their_cells() -> None:
+    """At the categorical grid's points ``y ~ x + C(g)`` reproduces the table's cell of its L (not of d)."""
+    raw = json.loads(resources.files("dpstats.planning").joinpath("error_table.json").read_text())
+    cells = [c for c in raw["cells"] if "levels" in c and not c["refused"]]
+    assert {c["levels"] for c in cells} == {3, 10, 30}
+    assert {c["candidate"] for c in cells} == {"noisystats", "histogram", "tukey", "histogram (median)"}
+    for cell in cells[:: max(1, len(cells) // 24)]:
+        candidate = _candidate(cell["candidate"])
+        facts = _categorical(cell["levels"], cell["n"], cell["eps"], candidate.delta, candidate.estimator)
+        assert categorical_levels(facts) == cell["levels"]
+        expected = [min(max(s["dev"], 1e-12), 1e6) for s in cell["scenarios"]]
+        np.testing.assert_allclose(predict(candidate, facts).dev, expected, rtol=1e-9, err_msg=str(cell))
+
+
+@pytest.mark.parametrize("label", ["noisystats", "histogram"])
+def test_categorical_predictions_move_with_the_levels(label: str) -> None:
+    """The prediction depends on L: log-linear between the grid's L (so within the neighbours' range), held
+    at the ends; the design's other columns are as at L = 3 throughout, so only L can move it."""
+    candidate = _candidate(label)
+    dev = {L: np.array(predict(candidate, _categorical(L, 1000, 1.0)).dev) for L in (3, 10, 20, 30, 60)}
+    assert not np.allclose(dev[3], dev[30], rtol=0.05)
+    assert np.all(dev[20] >= np.minimum(dev[10], dev[30]) * (1 - 1e-9))
+    assert np.all(dev[20] <= np.maximum(dev[10], dev[30]) * (1 + 1e-9))
+    np.testing.assert_allclose(dev[60], dev[30], rtol=1e-12)
+
+
+def test_other_designs_stay_on_the_continuous_grid() -> None:
+    """Two levels (one dummy), two continuous regressors or no intercept: not the categorical family, so
+    predicted as before from the continuous cells at the candidate's dimension."""
+    bounds = {"x": (0, 1), "z": (0, 1), "y": (0, 1)}
+    three = {"g": ["a", "b", "c"]}
+    assert categorical_levels(_facts("y ~ x + C(g)", 1000, 1.0, bounds, {"g": ["a", "b"]})) is None
+    assert categorical_levels(_facts("y ~ x + z + C(g)", 1000, 1.0, bounds, three)) is None
+    assert categorical_levels(_facts("y ~ 0 + x + C(g)", 1000, 1.0, bounds, three)) is None
+    assert categorical_levels(_categorical(3, 1000, 1.0)) == 3
+    two_levels = _facts("y ~ x + C(g)", 1000, 1.0, bounds, {"g": ["a", "b"]})
+    two_slopes = _facts("y ~ x + z", 1000, 1.0, bounds)
+    for label in ("noisystats", "histogram", "noisystats (repaired)"):
+        assert predict(_candidate(label), two_levels) == predict(_candidate(label), two_slopes)
 
 
 @pytest.mark.parametrize("label", ["noisystats", "theilsen", "gradient", "histogram", "tukey"])

@@ -7,6 +7,13 @@ quantile or mean, sampled exactly). NoisyStats is a candidate twice: as in
 the paper, which fails when its noisy S_xx is not positive definite, and
 repaired, which never fails (``singular="repair"``), for designs without
 categorical terms of three or more levels.
+
+``Candidate.dimension`` places a design on the continuous reference grid of
+dpstats/planning/error_model.py (d regressors). Designs of the calibrated
+categorical family (an intercept, one continuous regressor and one categorical
+term of three or more levels) are predicted from their own grid at their
+number of levels instead, and the dimension is not used; for other designs
+with categorical terms it is an extrapolation.
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ def _slopes(facts: PublicFacts) -> float:
 
 
 def _noisystats(facts: PublicFacts) -> float:
-    """With categorical blocks the structured release's noise grows with the terms, not the levels."""
+    """With categorical blocks the structured release's noise grows with the terms, not the levels (extrapolated)."""
     return float(facts.continuous + len(facts.block_sizes)) if facts.structured else float(facts.slopes)
 
 
@@ -88,8 +95,8 @@ never fails; where the paper's NoisyStats succeeds the two mostly agree, and
 the paper's comes first. It comes last so that the calibration's cell seeds
 (their indices in benchmarks/calibrate_error_model.py's grid) of the others
 are those of the table's. It is not a candidate with categorical terms of
-three or more levels: the reference designs have none, and there the
-repair's error grows with the levels (its floor is the norm of a noise
+three or more levels (and not calibrated on the categorical reference
+designs): there the repair's error grows with the levels (its floor is the norm of a noise
 matrix with a row per dummy, while the dummies' eigenvalues, the levels'
 counts, shrink), which no calibrated dimension captures: with 20 levels at
 n = 5,000 and eps = 2 it was chosen over the histogram and was 2.7 times

@@ -1,15 +1,31 @@
 """Predicted error and failure rate of each candidate mechanism, from public facts only.
 
 The table (error_table.json, written by benchmarks/calibrate_error_model.py)
-holds, per candidate and cell (n, eps, d), for each of five reference
-scenarios (how the data fill the declared bounds and how noisy they are: not
-public, so every scenario is predicted) the 68th percentile of the slopes'
-deviation from the non-private fit on the unit scale (``dev``), the same in
-units of the non-private standard errors (``rel``, Alabi et al. 2022's
-C(68)/sigma) and the failure rate. A prediction interpolates log ``dev`` and
-log ``rel`` linearly in (log n, log eps, log d) between the grid's points and
+holds, per candidate, cells of two families of reference designs: continuous
+(``y ~ x1 + ... + xd``, d in {1, 3, 10}) and categorical (``y ~ x + C(g)``
+with L in {3, 10, 30} declared levels; the cells with a ``levels`` key).
+Per cell (n, eps, d or L) and each of five reference scenarios (how the data
+fill the declared bounds and how noisy they are: not public, so every scenario
+is predicted) it holds the 68th percentile of the deviation of the slopes of
+interest from the non-private fit on the unit scale (``dev``: every slope in
+the continuous family, x's alone in the categorical one, whose dummies are
+controls), the same in units of the non-private standard errors (``rel``,
+Alabi et al. 2022's C(68)/sigma) and the failure rate.
+
+Which grid predicts a design (:func:`reference`): one with an intercept,
+exactly one continuous slope and exactly one categorical block of two or more
+dummies (L = the block's size + 1 levels) is read from the candidate's
+categorical grid at (n, eps, L): calibrated. Every other design is read from
+the continuous grid at the candidate's dimension (``Candidate.dimension``),
+which counts categorical blocks as continuous columns: extrapolated, and for
+designs with categorical terms possibly far off (a two-level factor is one
+column, as good as a continuous one; several factors or several continuous
+regressors beside a factor are not calibrated).
+
+A prediction interpolates log ``dev`` and log ``rel`` linearly in (log n,
+log eps, log d) or (log n, log eps, log L) between the grid's points and
 extends the edge slopes beyond them in n and towards small eps (eps above the
-grid, up to 1e9, and d are held at the grid's ends); failure rates are
+grid, up to 1e9, and d or L are held at the grid's ends); failure rates are
 interpolated linearly. The calibration is the papers'
 analyses made concrete: every rate in them is a power of n, eps and d, so the
 error is close to log-linear between the grid's points.
@@ -68,37 +84,59 @@ class Prediction:
 
 @dataclass(frozen=True)
 class _Grid:
-    """One candidate's calibrated cells on the (log n, log eps, log d) grid."""
+    """One candidate's calibrated cells of one family on the (log n, log eps, log d or log L) grid."""
 
     axes: tuple[np.ndarray, np.ndarray, np.ndarray]
-    dev: np.ndarray  # (n, eps, d, scenario), log
+    dev: np.ndarray  # (n, eps, d or L, scenario), log
     rel: np.ndarray
-    failure: np.ndarray  # (n, eps, d)
-    refused: np.ndarray  # (n, eps, d), bool
+    failure: np.ndarray  # (n, eps, d or L)
+    refused: np.ndarray  # (n, eps, d or L), bool; cells the calibration did not simulate count as refused
+
+
+def _grid(cells: list[dict], shape_key: str) -> _Grid:
+    """The grid of one candidate's cells of one family (``shape_key``: "d" or "levels")."""
+    ns, es, ds = (sorted({c[k] for c in cells}) for k in ("n", "eps", shape_key))
+    shape = (len(ns), len(es), len(ds))
+    scen = max(len(c["scenarios"]) for c in cells)
+    dev, rel = np.full((*shape, scen), math.log(CAP)), np.full((*shape, scen), math.log(CAP))
+    failure, refused = np.ones(shape), np.ones(shape, dtype=bool)
+    for c in cells:
+        at = (ns.index(c["n"]), es.index(c["eps"]), ds.index(c[shape_key]))
+        refused[at] = c["refused"]
+        if c["refused"]:
+            continue
+        dev[at] = [math.log(min(max(s["dev"], 1e-12), CAP)) for s in c["scenarios"]]
+        rel[at] = [math.log(min(max(s["rel"], 1e-12), CAP)) for s in c["scenarios"]]
+        failure[at] = max(s["failure"] for s in c["scenarios"])
+    return _Grid((np.log(ns), np.log(es), np.log(ds)), dev, rel, failure, refused)
 
 
 @functools.lru_cache(maxsize=1)
-def _table() -> dict[str, _Grid]:
+def _table() -> dict[tuple[str, str], _Grid]:
+    """The grids by (candidate label, family): "continuous" (cells without ``levels``) or "categorical"."""
     raw = json.loads(resources.files(__package__).joinpath("error_table.json").read_text())
-    grids: dict[str, _Grid] = {}
-    for label in dict.fromkeys(cell["candidate"] for cell in raw["cells"]):
-        cells = [c for c in raw["cells"] if c["candidate"] == label]
-        ns, es, ds = (sorted({c[k] for c in cells}) for k in ("n", "eps", "d"))
-        shape = (len(ns), len(es), len(ds))
-        scen = max(len(c["scenarios"]) for c in cells)
-        dev, rel = np.full((*shape, scen), math.log(CAP)), np.full((*shape, scen), math.log(CAP))
-        failure, refused = np.ones(shape), np.ones(shape, dtype=bool)
-        for c in cells:
-            at = (ns.index(c["n"]), es.index(c["eps"]), ds.index(c["d"]))
-            refused[at] = c["refused"]
-            if c["refused"]:
-                continue
-            dev[at] = [math.log(min(max(s["dev"], 1e-12), CAP)) for s in c["scenarios"]]
-            rel[at] = [math.log(min(max(s["rel"], 1e-12), CAP)) for s in c["scenarios"]]
-            failure[at] = max(s["failure"] for s in c["scenarios"])
-        axes = (np.log(ns), np.log(es), np.log(ds))
-        grids[label] = _Grid(axes, dev, rel, failure, refused)
+    grids: dict[tuple[str, str], _Grid] = {}
+    for family, shape_key in (("continuous", "d"), ("categorical", "levels")):
+        cells = [c for c in raw["cells"] if ("levels" in c) == (family == "categorical")]
+        for label in dict.fromkeys(c["candidate"] for c in cells):
+            grids[label, family] = _grid([c for c in cells if c["candidate"] == label], shape_key)
     return grids
+
+
+def categorical_levels(facts: PublicFacts) -> int | None:
+    """L when the design is of the categorical family (intercept, one continuous slope, one block of L - 1 >= 2
+    dummies), else None."""
+    if facts.intercept and facts.continuous == 1 and len(facts.block_sizes) == 1 and facts.block_sizes[0] >= 2:
+        return facts.block_sizes[0] + 1
+    return None
+
+
+def reference(candidate: Candidate, facts: PublicFacts) -> tuple[_Grid, float]:
+    """The grid that predicts ``facts`` and the design's coordinate on its third axis (module docstring)."""
+    levels = categorical_levels(facts)
+    if levels is not None:
+        return _table()[candidate.label, "categorical"], float(levels)
+    return _table()[candidate.label, "continuous"], candidate.dimension(facts)
 
 
 def _weights(axis: np.ndarray, value: float, extend: bool) -> list[tuple[int, float]]:
@@ -162,9 +200,9 @@ def calibrated_eps(candidate: Candidate, facts: PublicFacts) -> float:
 
 
 def predict(candidate: Candidate, facts: PublicFacts) -> Prediction:
-    """The candidate's predicted error for ``facts``: the calibrated table at :func:`calibrated_eps`."""
-    grid = _table()[candidate.label]
-    point = (math.log(facts.n), math.log(calibrated_eps(candidate, facts)), math.log(candidate.dimension(facts)))
+    """The candidate's predicted error for ``facts``: its grid (:func:`reference`) at :func:`calibrated_eps`."""
+    grid, shape = reference(candidate, facts)
+    point = (math.log(facts.n), math.log(calibrated_eps(candidate, facts)), math.log(shape))
     nearest = tuple(
         max(_weights(axis, value, extend=False), key=lambda w: w[1])[0]
         for axis, value in zip(grid.axes, point, strict=True)
