@@ -1,11 +1,12 @@
 """NoisyStats for categorical designs (dpstats/mechanisms/noisystats/structured.py).
 
-What is tested: the exact sensitivity of the structured release by brute force
-over every pair of possible rows on small designs (equality: it is attained);
-the structural zeros; a replay on neighbours made of possible rows (sound and
-attaining the sensitivity); that the noise does not grow with the number of
-levels (20 levels at n = 5,000 and eps = 2 no longer fail); and the
-formula front end's one-hot blocks.
+What is tested: the sensitivity bound of the structured release against every
+pair of rows on a grid (continuous coordinates at 0, 1/4, ..., 1; every level),
+on small designs: never exceeded, and within 30% of the largest move found; the
+structural zeros; that the centring only shifts the intercept; a replay on
+neighbours made of possible rows (sound, and reaching 90% of the bound); that
+the noise does not grow with the number of levels (20 levels at n = 5,000 and
+eps = 2 do not fail); and the formula front end's one-hot blocks.
 
 False-failure rates: everything is deterministic except the failure-rate
 check, which asks for at most 2 failures in 20 seeded fits where 0 of 30 were
@@ -27,13 +28,16 @@ from dpstats.mechanisms.noisystats import mechanism as noisystats
 from dpstats.mechanisms.noisystats.structured import Layout, structured_sensitivity
 
 
+GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
 def _possible_rows(continuous: int, block_sizes: tuple[int, ...]) -> list[np.ndarray]:
-    """Every corner row (u, v) of a unit-scale design: continuous columns and v at 0 or 1, one level per block."""
+    """Rows (u, v) of a unit-scale design on a grid: continuous columns and v on GRID, every level of each block."""
     levels = [[np.eye(size)[i] if i < size else np.zeros(size) for i in range(size + 1)] for size in block_sizes]
     rows = []
-    for cont in itertools.product([0.0, 1.0], repeat=continuous):
+    for cont in itertools.product(GRID, repeat=continuous):
         for dummies in itertools.product(*levels):
-            for v in (0.0, 1.0):
+            for v in GRID:
                 rows.append(np.concatenate([np.concatenate([*dummies, cont]) if dummies else cont, [v]]))
     return rows
 
@@ -42,16 +46,30 @@ def _possible_rows(continuous: int, block_sizes: tuple[int, ...]) -> list[np.nda
     "continuous, block_sizes",
     [(1, (2,)), (1, (3,)), (0, (2, 2)), (2, (1, 2)), (1, (2, 3)), (2, (3,))],
 )
-def test_sensitivity_is_the_largest_move_of_one_row(continuous: int, block_sizes: tuple[int, ...]) -> None:
-    """Deterministic: brute force over all pairs of corner rows equals the enumerated sensitivity."""
+def test_sensitivity_bounds_the_largest_move_of_one_row(continuous: int, block_sizes: tuple[int, ...]) -> None:
+    """Deterministic: the bound is at least the largest L1 move over all pairs of grid rows, and within 30% of it."""
     p = sum(block_sizes) + continuous
     starts = np.cumsum((0, *block_sizes))[:-1]
     blocks = tuple(tuple(range(s, s + size)) for s, size in zip(starts, block_sizes, strict=True))
     layout = Layout.of(p, blocks)
-    rows = _possible_rows(continuous, block_sizes)
-    contributions = np.array([layout.values(row[None, :p], row[p:]) for row in rows])
-    brute = max(np.abs(a - b).sum() for a in contributions for b in contributions)
-    assert structured_sensitivity(continuous, block_sizes) == brute
+    contributions = np.array([layout.values(row[None, :p], row[p:]) for row in _possible_rows(continuous, block_sizes)])
+    largest = max(float(np.abs(contributions - c).sum(axis=1).max()) for c in contributions)
+    bound = structured_sensitivity(continuous, block_sizes)
+    assert largest <= bound <= 1.3 * largest
+
+
+def test_centring_only_shifts_the_intercept() -> None:
+    """Deterministic: the exact centred normal equations, uncentred, give least squares on the unit scale."""
+    rng = np.random.default_rng(1)
+    layout = Layout.of(3, ((0, 1),))  # two dummies, then one continuous column
+    g, u = rng.integers(3, size=50), rng.uniform(size=50)
+    U = np.column_stack([g == 1, g == 2, u]).astype(float)
+    v = 0.2 + 0.3 * u + 0.1 * (g == 2) + rng.uniform(0, 0.1, 50)
+    wtw, wtv = layout.matrices(layout.values(U, v), n=50)
+    T, t = layout.uncentring()
+    unit = np.linalg.lstsq(np.column_stack([np.ones(50), U]), v, rcond=None)[0]
+    np.testing.assert_allclose(T @ np.linalg.solve(wtw, wtv) + t, unit, rtol=1e-10)
+    np.testing.assert_allclose(layout.unit_sums(wtw, 50), U.sum(axis=0), rtol=1e-12)
 
 
 def test_structural_zeros_are_not_released_and_the_corner_is_n() -> None:
@@ -96,11 +114,11 @@ def _structured_pair(moved_from: np.ndarray, moved_to: np.ndarray):
 
 
 def test_replay_is_sound_and_attains_the_structured_sensitivity() -> None:
-    """Deterministic: moves between levels with x and y at 0 or 1; the worst reaches the declared sensitivity."""
+    """Deterministic: moves between levels with x and y at 0 or 1; the worst reaches 90% of the bound (6 of 6.5)."""
     corners = [np.r_[dummy, x, y] for dummy in LEVEL_ROWS for x in (0, 1) for y in (0, 1)]
     pairs = [_structured_pair(a, b) for a in corners[::3] for b in corners if not np.array_equal(a, b)]
     report = replay(noisystats.fit, pairs, PrivacyRequest(eps=60.0), seeds=range(2))
-    report.assert_sound(min_ratio=0.99, names=["W'W, W'y"])
+    report.assert_sound(min_ratio=0.9, names=["W'W, W'y"])
     report.assert_sound(min_ratio=None, names=["SE: RSS", "SE: HC meat"])  # the fits succeed: SEs are released
     assert report.releases["W'W, W'y"].sensitivity == structured_sensitivity(1, (3,))
 

@@ -283,7 +283,7 @@ def structured_uncertainty(
     to_user: tuple[np.ndarray, np.ndarray, np.ndarray],
     floor: float | None = None,
 ) -> Uncertainty:
-    """As :func:`centered_uncertainty` for the uncentred release of :mod:`.structured`."""
+    """As :func:`centered_uncertainty` for the release of :mod:`.structured` (``wtw`` centred, ``coef_unit`` not)."""
     jacobian, offset, order = to_user
     p = coef_unit.size
     with np.errstate(all="ignore"):

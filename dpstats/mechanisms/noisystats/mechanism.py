@@ -30,8 +30,9 @@ its noise; no extra privacy cost).
 With an intercept and categorical terms of three or more levels (one-hot
 blocks of two or more dummies), the centred S_xx's noise would grow with the
 square of the number of levels:
-:mod:`.structured` releases the uncentred statistics with their structural
-zeros instead, with a sensitivity that does not grow with the levels.
+:mod:`.structured` releases the sums of products of the columns centred at their
+bounds' midpoints (the dummies not shifted) without their structural zeros
+instead, with a sensitivity that does not grow with the levels.
 
 Without an intercept the affine rescaling would change the model, so each
 column is divided by c_j = max(|lo_j|, |hi_j|) (into [-1, 1]) and the
@@ -189,22 +190,23 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     rows = functools.partial(_unit_total, design, scale)
     blocks = slope_blocks(design)
     wtw, wtv, layout, noise_scale = structured.release(rng, rows, n, p, blocks, split[0][1])
-    u_sum = wtw[0, 1:]
-    s_xx = wtw[1:, 1:] - np.outer(u_sum, u_sum) / n
-    noisy_stats = _user_unit_stats(scale, s_xx, wtv[1:] - u_sum * wtv[0] / n)
+    centred_sums = wtw[0, 1:]  # S_xx and S_xy do not depend on the centring
+    s_xx = wtw[1:, 1:] - np.outer(centred_sums, centred_sums) / n
+    noisy_stats = _user_unit_stats(scale, s_xx, wtv[1:] - centred_sums * wtv[0] / n)
     floor = structured.floor(layout, noise_scale) if repairs else None
     if floor is not None:
         wtw = repair.repaired(wtw, floor)
     elif not _is_positive_definite(wtw):
         return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
-    coef_unit = np.linalg.solve(wtw, wtv)
+    uncentring, shift = layout.uncentring()
+    coef_unit = uncentring @ np.linalg.solve(wtw, wtv) + shift
     theta = scale.jacobian() @ coef_unit + scale.offset()
     params = place_coefficients(design, theta[0], theta[1:])
     if share == 0:
         return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats)
 
     released = inference.release_centered_sandwich(
-        rng, rows, n, coef_unit, eps * share, blocks, u_sum=u_sum, sums_released=True
+        rng, rows, n, coef_unit, eps * share, blocks, u_sum=layout.unit_sums(wtw, n), sums_released=True
     )
     to_user = (scale.jacobian(), scale.offset(), _design_order(design))
     cov, replicates = inference.structured_uncertainty(
