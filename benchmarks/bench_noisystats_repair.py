@@ -40,7 +40,7 @@ VARIANTS = ("fail", "floor", "floor (median)", "floor if failing", "ridge")
 def median_floor(p: int, scale: float) -> float:
     """The median of the noise's spectral norm (simulated as repair.norm_quantile does)."""
     rows, cols = repair.upper_pattern(p)
-    E = repair.noise_matrices(noise.independent_rngs(repair.SEED, 1)[0], 1.0, p, rows, cols, (), repair.DRAWS)
+    E = repair.noise_matrices(noise.independent_rngs(repair.SEED, 1)[0], 1.0, p, rows, cols, repair.DRAWS)
     return scale * float(np.median(repair.spectral_norms(E)))
 
 

@@ -197,13 +197,15 @@ def test_levels_written_in_the_formula_equal_declared_levels(data):
     assert reordered.term_names[1:3] == ["C(g, levels=['c', 'b', 'a'])[T.b]", "C(g, levels=['c', 'b', 'a'])[T.a]"]
 
 
-def test_a_bool_column_works_and_equals_its_01_coding(data):
+def test_a_bool_column_works_and_equals_the_factor_of_its_01_coding(data):
+    """A bool column is a two-level factor (a one-hot block): the same fit as C(f01) with levels [0, 1]."""
     as_bool = dp_ols("y ~ x + flag", data, eps=50.0, bounds=BOUNDS, levels=LEVELS, random_state=3)
     as_int = dp_ols(
-        "y ~ f01 + x",
+        "y ~ C(f01) + x",
         data.assign(f01=data.flag.astype(int)),
         eps=50.0,
-        bounds={**BOUNDS, "f01": (0, 1)},
+        bounds=BOUNDS,
+        levels={"f01": [0, 1]},
         random_state=3,
     )
     assert as_bool.term_names == ["Intercept", "flag[T.True]", "x"]

@@ -70,7 +70,7 @@ def test_the_floor_is_the_stated_quantile_of_the_noise_norm(size: int) -> None:
     """
     scale = 2.5
     rows, cols = repair.upper_pattern(size)
-    E = repair.noise_matrices(np.random.default_rng(77), scale, size, rows, cols, (), 20_000)
+    E = repair.noise_matrices(np.random.default_rng(77), scale, size, rows, cols, 20_000)
     share = np.mean(repair.spectral_norms(E) <= repair.floor(size, scale))
     assert abs(share - repair.LEVEL) <= 0.02
     if size == 1:  # |Laplace(b)| is exponential: its LEVEL quantile is -b log(1 - LEVEL)
@@ -227,7 +227,7 @@ def test_bootstrap_refits_go_through_the_same_repair() -> None:
     fixed = inference._noisy_solve(np.random.default_rng(8), s_xx, targets, scales, floor)
     assert np.isnan(without).any() and np.all(np.isfinite(fixed))
     rng = np.random.default_rng(8)
-    E = repair.noise_matrices(rng, scales[0], 3, *repair.upper_pattern(3), (), 500)
+    E = repair.noise_matrices(rng, scales[0], 3, *repair.upper_pattern(3), 500)
     rhs = targets @ s_xx + noise.laplace(rng, scales[1], (500, 3))
     expected = np.stack([np.linalg.solve(repair.repaired(s_xx + e, floor), r) for e, r in zip(E, rhs, strict=True)])
     np.testing.assert_allclose(fixed, expected, rtol=1e-9, atol=1e-12)

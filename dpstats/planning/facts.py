@@ -42,7 +42,7 @@ class PublicFacts:
 
     @property
     def structured(self) -> bool:
-        """NoisyStats releases the uncentred statistics without structural zeros (a block of two or more dummies)."""
+        """The design has a categorical term of three or more levels (a one-hot block of two or more dummies)."""
         return self.intercept and any(size > 1 for size in self.block_sizes)
 
     @classmethod

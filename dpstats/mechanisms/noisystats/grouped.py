@@ -31,8 +31,8 @@ POINT = ("ncov(x, y)", "nvar(x)", "intercept")
 
 
 def supports(design: Design, privacy: PrivacyRequest) -> bool:
-    """Whether the batch applies: an intercept, no block of two or more dummies, and ``se_share=0``."""
-    plain = design.intercept_index is not None and not any(len(b) > 1 for b in design.one_hot_blocks)
+    """Whether the batch applies: an intercept, no categorical term (one-hot block), and ``se_share=0``."""
+    plain = design.intercept_index is not None and not design.one_hot_blocks
     return plain and privacy.share(inference.DEFAULT_SHARE) == 0
 
 

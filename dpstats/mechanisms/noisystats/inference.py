@@ -196,7 +196,7 @@ def _noisy_solve(
     Without a floor (``singular="fail"``), NaN where S + E* is not PD.
     """
     size, p = targets.shape
-    S = s_xx + repair.noise_matrices(rng, scales[0], p, *repair.upper_pattern(p), (), size)
+    S = s_xx + repair.noise_matrices(rng, scales[0], p, *repair.upper_pattern(p), size)
     rhs = targets @ s_xx + noise.laplace(rng, scales[1], (size, p))
     return repair.solve_refits(S, rhs, floor)
 
@@ -283,14 +283,15 @@ def structured_uncertainty(
     to_user: tuple[np.ndarray, np.ndarray, np.ndarray],
     floor: float | None = None,
 ) -> Uncertainty:
-    """As :func:`centered_uncertainty` for the uncentred release of :mod:`.structured`."""
+    """As :func:`centered_uncertainty` for the release of :mod:`.structured` (``wtw`` as released)."""
     jacobian, offset, order = to_user
     p = coef_unit.size
     with np.errstate(all="ignore"):
         if not all(np.all(np.isfinite(a)) for a in (released.meat.meat, wtw, coef_unit)):
             return infinite_cov(p), None
         privacy_cov = structured.privacy_covariance(coef_unit, wtw, layout, noise_scale)
-        s_xx = wtw[1:, 1:] - np.outer(wtw[0, 1:], wtw[0, 1:]) / n
+        u_total = layout.totals(wtw)[1:]
+        s_xx = wtw[1:, 1:] - np.outer(u_total, u_total) / n
         cov_unit = centered_covariance(released, s_xx, n, privacy_cov)
         if not np.all(np.isfinite(cov_unit)):
             return infinite_cov(p), None

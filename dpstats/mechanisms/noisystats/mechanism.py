@@ -27,11 +27,11 @@ errors' bootstrap, so that the fit never fails (:mod:`.repair`: its
 eigenvalues are floored at a public high-probability bound on the norm of
 its noise; no extra privacy cost).
 
-With an intercept and categorical terms of three or more levels (one-hot
-blocks of two or more dummies), the centred S_xx's noise would grow with the
-square of the number of levels:
-:mod:`.structured` releases the uncentred statistics with their structural
-zeros instead, with a sensitivity that does not grow with the levels.
+With an intercept and categorical terms (one-hot blocks), the centred
+S_xx's noise would grow with the square of the number of levels:
+:mod:`.structured` releases each level's count and sums of the columns
+centred at their bounds' midpoints, without their structural zeros, instead,
+with a sensitivity that does not grow with the levels.
 
 Without an intercept the affine rescaling would change the model, so each
 column is divided by c_j = max(|lo_j|, |hi_j|) (into [-1, 1]) and the
@@ -108,7 +108,7 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, singu
     repairs = repair.check_singular(singular) == "repair"
     if design.intercept_index is None:
         return _fit_through_origin(design, privacy, rng, repairs)
-    if any(len(block) > 1 for block in design.one_hot_blocks):  # one dummy alone is just a [0, 1] column
+    if design.one_hot_blocks:
         return _fit_structured(design, privacy, rng, repairs)
     return _fit_centered(design, privacy, rng, repairs)
 
@@ -189,22 +189,23 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     rows = functools.partial(_unit_total, design, scale)
     blocks = slope_blocks(design)
     wtw, wtv, layout, noise_scale = structured.release(rng, rows, n, p, blocks, split[0][1])
-    u_sum = wtw[0, 1:]
-    s_xx = wtw[1:, 1:] - np.outer(u_sum, u_sum) / n
-    noisy_stats = _user_unit_stats(scale, s_xx, wtv[1:] - u_sum * wtv[0] / n)
+    u_total, v_total = layout.totals(wtw)[1:], layout.totals(wtv)  # S_xx and S_xy do not depend on the centring
+    s_xx = wtw[1:, 1:] - np.outer(u_total, u_total) / n
+    noisy_stats = _user_unit_stats(scale, s_xx, wtv[1:] - u_total * v_total / n)
     floor = structured.floor(layout, noise_scale) if repairs else None
     if floor is not None:
         wtw = repair.repaired(wtw, floor)
     elif not _is_positive_definite(wtw):
         return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
-    coef_unit = np.linalg.solve(wtw, wtv)
+    to_unit, shift = layout.to_unit()
+    coef_unit = to_unit @ np.linalg.solve(wtw, wtv) + shift
     theta = scale.jacobian() @ coef_unit + scale.offset()
     params = place_coefficients(design, theta[0], theta[1:])
     if share == 0:
         return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats)
 
     released = inference.release_centered_sandwich(
-        rng, rows, n, coef_unit, eps * share, blocks, u_sum=u_sum, sums_released=True
+        rng, rows, n, coef_unit, eps * share, blocks, u_sum=u_total + n * layout.centre[:-1], sums_released=True
     )
     to_user = (scale.jacobian(), scale.offset(), _design_order(design))
     cov, replicates = inference.structured_uncertainty(

@@ -14,8 +14,8 @@ mechanism fails in most runs.
 
 where ``lambda`` is the LEVEL quantile of the spectral norm ``||E||_2`` of
 the release's noise: E symmetric with the released entries' iid Laplace
-noise of the release's scale, the unreleased entries fixed (n, structural
-zeros) and the tied ones tied (dpstats/mechanisms/noisystats/structured.py).
+noise of the release's scale and the unreleased entries fixed (n, structural
+zeros: dpstats/mechanisms/noisystats/structured.py).
 Its law depends only on the public pattern of the release and the public
 Laplace scale (sensitivity over budget), so lambda is public: it is the
 quantile at scale 1 times the scale, the quantile computed once per pattern
@@ -93,15 +93,14 @@ def check_singular(singular: object) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def norm_quantile(size: int, rows: tuple[int, ...], cols: tuple[int, ...], tied: tuple[int, ...] = ()) -> float:
+def norm_quantile(size: int, rows: tuple[int, ...], cols: tuple[int, ...]) -> float:
     """The LEVEL quantile of ``||E||_2`` for Laplace(1) noise on the pattern (a public constant).
 
     E is ``size x size`` and symmetric with iid Laplace(1) entries at
-    ``(rows, cols)`` mirrored (the upper triangle), zero elsewhere, and the
-    diagonal entries ``tied`` equal to their ``(0, k)`` entries.
+    ``(rows, cols)`` mirrored (the upper triangle), zero elsewhere.
     """
     rng = noise.independent_rngs(SEED, 1)[0]
-    return float(np.quantile(spectral_norms(noise_matrices(rng, 1.0, size, rows, cols, tied, DRAWS)), LEVEL))
+    return float(np.quantile(spectral_norms(noise_matrices(rng, 1.0, size, rows, cols, DRAWS)), LEVEL))
 
 
 def noise_matrices(
@@ -110,17 +109,14 @@ def noise_matrices(
     size: int,
     rows: tuple[int, ...] | np.ndarray,
     cols: tuple[int, ...] | np.ndarray,
-    tied: tuple[int, ...] | np.ndarray,
     count: int,
 ) -> np.ndarray:
     """``count`` noise matrices of the pattern (:func:`norm_quantile`) at Laplace scale ``scale``."""
-    rows, cols, tied = np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp), np.asarray(tied, np.intp)
+    rows, cols = np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp)
     E = np.zeros((count, size, size))
     draws = noise.laplace(rng, scale, (count, rows.size))
     E[:, rows, cols] = draws
     E[:, cols, rows] = draws
-    if tied.size:
-        E[:, tied, tied] = E[:, 0, tied]
     return E
 
 
