@@ -53,8 +53,9 @@ the key).
 On a shared machine run it with ``OPENBLAS_NUM_THREADS=1``: the histogram's
 intervals (part of its fit) eigen-decompose a matrix with a row per cell, which
 with 30 levels a multithreaded BLAS made twenty times slower under contention.
-The categorical cells with ``--datasets 24`` took 108 s of CPU per data set on
-this machine (2 cores; the histogram with 30 levels 65 s of it).
+The categorical cells (``--family categorical --datasets 24 --jobs 2``) took 18
+minutes on 2 shared cores: 227 s for L in {3, 10}, 868 s for L = 30 (the
+histogram with 30 levels is most of it).
 
 ``--quick`` runs a small grid (for checking the script, not for the table).
 ``--only``, ``--family`` and ``--levels`` run the cells of the named candidates,

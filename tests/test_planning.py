@@ -26,7 +26,7 @@ import dpstats
 from dpstats.formula import build_design
 from dpstats.mechanisms import REGISTRY
 from dpstats.planning.candidates import CANDIDATES, label_of
-from dpstats.planning.error_model import calibrated_eps, categorical_levels, point_eps, predict
+from dpstats.planning.error_model import calibrated_eps, categorical_levels, error_unit, point_eps, predict
 from dpstats.planning.facts import PublicFacts
 from dpstats.planning.selection import MAX_FAILURE, choose
 
@@ -98,6 +98,19 @@ def test_categorical_designs_are_predicted_from_their_cells() -> None:
         assert categorical_levels(facts) == cell["levels"]
         expected = [min(max(s["dev"], 1e-12), 1e6) for s in cell["scenarios"]]
         np.testing.assert_allclose(predict(candidate, facts).dev, expected, rtol=1e-9, err_msg=str(cell))
+
+
+def test_categorical_errors_are_in_the_units_of_x() -> None:
+    """The categorical family predicts x's slope: compare_methods converts it with x's bounds, not the first
+    column's (a dummy, which patsy puts first)."""
+    bounds, levels = {"x": (0, 100), "y": (0, 10)}, {"g": ["a", "b", "c", "d"]}
+    facts = _facts("y ~ x + C(g)", 5000, 2.0, bounds, levels)
+    assert facts.dummy == (True, True, True, False) and facts.unit[0] == 10.0
+    assert error_unit(facts) == pytest.approx(0.1)
+    plan = dpstats.compare_methods("y ~ x + C(g)", n=5000, eps=2.0, bounds=bounds, levels=levels)
+    row = plan.table.set_index("method").loc["histogram"]
+    expected = predict(_candidate("histogram"), facts).typical_dev * 0.1
+    assert row["error"] == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize("label", ["noisystats", "histogram"])

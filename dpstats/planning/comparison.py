@@ -5,7 +5,8 @@ declared bounds and levels): it spends no budget and may be run as often as
 wanted, before the data are touched. It is a DP power calculation: for each
 mechanism auto may choose, the predicted error (dpstats/planning/error_model.py),
 and the eps (at this n) and the n (at this eps) at which the predicted error
-of the first regressor's coefficient falls to ``target`` in the user's units,
+of the first regressor's coefficient (x's in ``y ~ x + C(g)``, whose dummies
+patsy puts first; error_model.error_unit) falls to ``target`` in the user's units,
 or, without a target, to the sampling error's order (the privacy error at most
 ``USABLE_REL`` times the non-private standard error in a typical scenario).
 """
@@ -26,7 +27,7 @@ from ..metadata import check_bounds, check_levels
 from ..privacy import check_delta, check_eps, check_share
 from ..render import markdown_table
 from .candidates import CANDIDATES, label_of
-from .error_model import predict
+from .error_model import error_unit, predict
 from .facts import PublicFacts
 from .selection import choose
 
@@ -137,7 +138,7 @@ def compare_methods(
     decides the budget each point estimate gets.
     """
     facts = plan_facts(formula, n, eps, bounds, levels, estimator, delta, se_share)
-    unit = facts.unit[0] if facts.unit else float("nan")
+    unit = error_unit(facts)
     rows = []
     for candidate in CANDIDATES:
         if candidate.estimator != estimator:

@@ -18,9 +18,8 @@ dummies (L = the block's size + 1 levels) is read from the candidate's
 categorical grid at (n, eps, L): calibrated. Every other design is read from
 the continuous grid at the candidate's dimension (``Candidate.dimension``),
 which counts categorical blocks as continuous columns: extrapolated, and for
-designs with categorical terms possibly far off (a two-level factor is one
-column, as good as a continuous one; several factors or several continuous
-regressors beside a factor are not calibrated).
+designs with categorical terms possibly far off (a two-level factor, several
+factors, or several continuous regressors beside a factor are not calibrated).
 
 A prediction interpolates log ``dev`` and log ``rel`` linearly in (log n,
 log eps, log d) or (log n, log eps, log L) between the grid's points and
@@ -129,6 +128,20 @@ def categorical_levels(facts: PublicFacts) -> int | None:
     if facts.intercept and facts.continuous == 1 and len(facts.block_sizes) == 1 and facts.block_sizes[0] >= 2:
         return facts.block_sizes[0] + 1
     return None
+
+
+def error_unit(facts: PublicFacts) -> float:
+    """The factor from the unit scale to the user's units of the coefficient a prediction is of (NaN: unknown).
+
+    In the categorical family that is x's slope (the dummies are controls);
+    otherwise the first slope's, as the continuous family's deviation is an
+    average over slopes of the same scale.
+    """
+    if not facts.unit:
+        return float("nan")
+    if categorical_levels(facts) is not None and len(facts.dummy) == len(facts.unit):
+        return next(u for u, d in zip(facts.unit, facts.dummy, strict=True) if not d)
+    return facts.unit[0]
 
 
 def reference(candidate: Candidate, facts: PublicFacts) -> tuple[_Grid, float]:

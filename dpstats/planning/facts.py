@@ -21,6 +21,7 @@ class PublicFacts:
     of the response's bounds over that column's), NaN where a bound is missing.
     ``se_share`` is the user's (None: each mechanism's default); with it the
     error model knows the budget each mechanism's point estimate gets.
+    ``dummy`` holds, per slope, whether it is in a one-hot block.
     """
 
     n: int
@@ -34,6 +35,7 @@ class PublicFacts:
     unit: tuple[float, ...]
     term_names: tuple[str, ...]
     se_share: float | None = None
+    dummy: tuple[bool, ...] = ()
 
     @property
     def continuous(self) -> int:
@@ -54,6 +56,7 @@ class PublicFacts:
             widths = design.x_bounds[slopes, 1] - design.x_bounds[slopes, 0]
             with np.errstate(divide="ignore", invalid="ignore"):
                 unit = (design.y_bounds[1] - design.y_bounds[0]) / widths
+        blocked = {j for block in design.one_hot_blocks for j in block}
         variables = design.variables
         count = slopes.size if variables is None else len(set(variables.frame.columns) - set(variables.response))
         return cls(
@@ -68,4 +71,5 @@ class PublicFacts:
             unit=tuple(float(u) for u in unit),
             term_names=tuple(design.term_names[j] for j in slopes),
             se_share=se_share,
+            dummy=tuple(int(j) in blocked for j in slopes),
         )

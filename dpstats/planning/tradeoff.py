@@ -17,6 +17,7 @@ import pandas as pd
 from ..privacy import check_eps
 from .candidates import label_of
 from .comparison import plan_facts
+from .error_model import error_unit
 from .selection import choose
 
 EPS_CURVE = tuple(float(e) for e in np.logspace(-1, 1, 21))
@@ -46,7 +47,7 @@ def error_curve(
     if not grid:
         raise ValueError("eps must hold at least one value")
     facts = plan_facts(formula, n, grid[0], bounds, levels, estimator, delta)
-    unit = facts.unit[0] if facts.unit else float("nan")
+    unit = error_unit(facts)
     rows = []
     for value in grid:
         at = dataclasses.replace(facts, eps=value)
