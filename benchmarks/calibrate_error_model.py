@@ -42,8 +42,9 @@ included, as auto runs it), against the non-private fit on the same data
 (OLS, or statsmodels' QuantReg at q = 0.5). Recorded: the 68th percentile of the
 mean absolute deviation of the slopes of interest from the non-private ones
 (``dev``), the same in units of the non-private standard errors (``rel``: the
-paper's C(68)/sigma), the failure rate and the time per fit; a categorical cell
-has the key ``levels`` (L), a continuous one none; each cell written records
+paper's C(68)/sigma; over the data sets where those are defined), the failure
+rate and the time per fit; a categorical cell has the key ``levels`` (L), a
+continuous one none; each cell written records
 its ``datasets`` (the table's top-level ``datasets`` is that of cells without
 the key).
 
@@ -191,7 +192,9 @@ def run_cell(args: tuple[Candidate, int, float, int, int, int, tuple[int, ...]])
                 continue
             gap = np.abs(np.asarray(release.params)[columns] - params[columns])
             devs.append(float(gap.mean()))
-            rels.append(float((gap / se[columns]).mean()))
+            rel = gap / se[columns]
+            if np.all(np.isfinite(rel)):  # QuantReg's SE can be undefined with empty levels (n = 30, L = 30)
+                rels.append(float(rel.mean()))
         out["scenarios"].append(
             {
                 "var_x": var_x,
