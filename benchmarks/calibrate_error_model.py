@@ -27,10 +27,9 @@ Grid: n in {30, 100, 300, 1000, 3000, 10000}, eps in {0.1, 0.3, 1, 3, 10, 100,
 1e4, 1e9} (the large ones give the floors: a robust estimator's distance from
 least squares does not vanish with the noise, so extrapolating in eps would be
 wrong); continuous: d in {1, 3, 10} regressors (the mechanisms for one regressor
-only at d = 1); categorical: L in {3, 10, 30} levels (the shape's axis is log L,
-a decade per two points, as d's), for the candidates that apply to a categorical
-term of three or more levels (``Candidate.refusal``: not the repaired NoisyStats
-nor those for one regressor). The design then has L slopes, so a candidate's
+only at d = 1); categorical: L in {2, 3, 10, 30} levels (the shape's axis is log L,
+a decade per two points from 3, as d's), for the candidates that apply to a
+categorical term (``Candidate.refusal``: not those for one regressor). The design then has L slopes, so a candidate's
 smallest n is ``Candidate.min_rows(L)``. With 30 levels and n = 30 some levels are
 empty: the non-private fit is then the pseudo-inverse one, whose slope of x is
 still identified.
@@ -62,11 +61,13 @@ histogram with 30 levels is most of it).
 ``--only``, ``--family`` and ``--levels`` run the cells of the named candidates,
 family and levels (after a change to a mechanism, or for a new candidate or
 family) and replace them in the table, or add them to it when the table has no
-such cell. A cell's seed is SeedSequence([SEED, index]) for the index of a
-continuous cell in the full grid, SeedSequence([SEED, index, 1]) for that of a
-categorical cell among the categorical ones, so they are the cells a full run
-would write (a new candidate goes last in dpstats/planning/candidates.py, so
-that the others keep their indices).
+such cell. A continuous cell's seed is SeedSequence([SEED, index]) for its
+index in the full grid (a new candidate goes last in
+dpstats/planning/candidates.py, so that the others keep their indices); a
+categorical cell's is SeedSequence([SEED, 1, c, L, n, e]) for the candidate's
+position c in that list and the index e of eps in the grid, so that neither a
+new candidate nor a new L moves another cell's seed. Either way a partial run
+writes the cells a full run would.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ SEED = 20261125
 NS = (30, 100, 300, 1000, 3000, 10000)
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0, 100.0, 1e4, 1e9)
 DIMENSIONS = (1, 3, 10)
-LEVELS = (3, 10, 30)
+LEVELS = (2, 3, 10, 30)
 """Declared levels of the categorical family ``y ~ x + C(g)``."""
 EFFECT = 0.1
 """The categorical family's level effects are uniform(-EFFECT, EFFECT), drawn per data set."""
@@ -221,11 +222,11 @@ def applies_to_categorical(candidate: Candidate, levels: int) -> bool:
 def grid_tasks(quick: bool, datasets: int) -> list[tuple]:
     """Every cell's task, continuous family first, then the categorical one.
 
-    A continuous cell's seed is (its index,), a categorical one's (its index among the categorical cells, 1):
-    a new candidate (last in CANDIDATES) then leaves every other cell's seed as it was, in both families.
+    A continuous cell's seed is (its index,), a categorical one's (1, candidate's position, L, n, eps's index):
+    a new candidate (last in CANDIDATES) or L then leaves every other cell's seed as it was, in both families.
     """
     ns, epsilons, dims = ((100, 1000), (1.0,), (1, 3)) if quick else (NS, EPSILONS, DIMENSIONS)
-    levels_grid = (3, 10) if quick else LEVELS
+    levels_grid = (2, 10) if quick else LEVELS
     tasks: list[tuple] = []
     for candidate in CANDIDATES:
         for d in dims:
@@ -236,16 +237,15 @@ def grid_tasks(quick: bool, datasets: int) -> list[tuple]:
                     continue
                 for eps in epsilons:
                     tasks.append((candidate, n, eps, d, 0, datasets, (len(tasks),)))
-    continuous = len(tasks)
-    for candidate in CANDIDATES:
+    for position, candidate in enumerate(CANDIDATES):
         for levels in levels_grid:
             if not applies_to_categorical(candidate, levels):
                 continue
             for n in ns:
                 if n < candidate.min_rows(levels):  # the design has L slopes: x and L - 1 dummies
                     continue
-                for eps in epsilons:
-                    tasks.append((candidate, n, eps, 1, levels, datasets, (len(tasks) - continuous, 1)))
+                for e, eps in enumerate(epsilons):
+                    tasks.append((candidate, n, eps, 1, levels, datasets, (1, position, levels, n, e)))
     return tasks
 
 

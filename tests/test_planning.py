@@ -26,7 +26,14 @@ import dpstats
 from dpstats.formula import build_design
 from dpstats.mechanisms import REGISTRY
 from dpstats.planning.candidates import CANDIDATES, label_of
-from dpstats.planning.error_model import calibrated_eps, categorical_levels, error_unit, point_eps, predict
+from dpstats.planning.error_model import (
+    calibrated_eps,
+    categorical_levels,
+    error_unit,
+    point_eps,
+    predict,
+    reference,
+)
 from dpstats.planning.facts import PublicFacts
 from dpstats.planning.selection import MAX_FAILURE, choose
 
@@ -90,8 +97,14 @@ def test_categorical_designs_are_predicted_from_their_cells() -> None:
     """At the categorical grid's points ``y ~ x + C(g)`` reproduces the table's cell of its L (not of d)."""
     raw = json.loads(resources.files("dpstats.planning").joinpath("error_table.json").read_text())
     cells = [c for c in raw["cells"] if "levels" in c and not c["refused"]]
-    assert {c["levels"] for c in cells} == {3, 10, 30}
-    assert {c["candidate"] for c in cells} == {"noisystats", "histogram", "tukey", "histogram (median)"}
+    assert {c["levels"] for c in cells} == {2, 3, 10, 30}
+    assert {c["candidate"] for c in cells} == {
+        "noisystats",
+        "histogram",
+        "tukey",
+        "histogram (median)",
+        "noisystats (repaired)",
+    }
     for cell in cells[:: max(1, len(cells) // 24)]:
         candidate = _candidate(cell["candidate"])
         facts = _categorical(cell["levels"], cell["n"], cell["eps"], candidate.delta, candidate.estimator)
@@ -126,18 +139,21 @@ def test_categorical_predictions_move_with_the_levels(label: str) -> None:
 
 
 def test_other_designs_stay_on_the_continuous_grid() -> None:
-    """Two levels (one dummy), two continuous regressors or no intercept: not the categorical family, so
-    predicted as before from the continuous cells at the candidate's dimension."""
+    """Two continuous regressors beside a factor, or no intercept: not the categorical family, so predicted
+    from the continuous cells at the candidate's dimension (a two-level factor is in the family)."""
     bounds = {"x": (0, 1), "z": (0, 1), "y": (0, 1)}
     three = {"g": ["a", "b", "c"]}
-    assert categorical_levels(_facts("y ~ x + C(g)", 1000, 1.0, bounds, {"g": ["a", "b"]})) is None
+    assert categorical_levels(_facts("y ~ x + C(g)", 1000, 1.0, bounds, {"g": ["a", "b"]})) == 2
     assert categorical_levels(_facts("y ~ x + z + C(g)", 1000, 1.0, bounds, three)) is None
     assert categorical_levels(_facts("y ~ 0 + x + C(g)", 1000, 1.0, bounds, three)) is None
     assert categorical_levels(_categorical(3, 1000, 1.0)) == 3
-    two_levels = _facts("y ~ x + C(g)", 1000, 1.0, bounds, {"g": ["a", "b"]})
-    two_slopes = _facts("y ~ x + z", 1000, 1.0, bounds)
+    with_factor = _facts("y ~ x + z + C(g)", 1000, 1.0, bounds, three)
+    continuous = _facts("y ~ x + z", 1000, 1.0, bounds)
     for label in ("noisystats", "histogram", "noisystats (repaired)"):
-        assert predict(_candidate(label), two_levels) == predict(_candidate(label), two_slopes)
+        candidate = _candidate(label)
+        grid, shape = reference(candidate, with_factor)
+        assert grid is reference(candidate, continuous)[0] is not reference(candidate, _categorical(3, 1000, 1.0))[0]
+        assert shape == candidate.dimension(with_factor) == 3.0  # x, z and the factor's one block (or variable)
 
 
 @pytest.mark.parametrize("label", ["noisystats", "theilsen", "gradient", "histogram", "tukey"])

@@ -5,13 +5,12 @@ candidates (docs/DESIGN.md section 2): KNG samples by MCMC with two or more
 design columns, so it is a candidate only for an intercept alone (a private
 quantile or mean, sampled exactly). NoisyStats is a candidate twice: as in
 the paper, which fails when its noisy S_xx is not positive definite, and
-repaired, which never fails (``singular="repair"``), for designs without
-categorical terms of three or more levels.
+repaired, which never fails (``singular="repair"``).
 
 ``Candidate.dimension`` places a design on the continuous reference grid of
 dpstats/planning/error_model.py (d regressors). Designs of the calibrated
 categorical family (an intercept, one continuous regressor and one categorical
-term of three or more levels) are predicted from their own grid at their
+term) are predicted from their own grid at their
 number of levels instead, and the dimension is not used; for other designs
 with categorical terms it is an extrapolation.
 """
@@ -38,8 +37,6 @@ class Candidate:
     options: Mapping[str, object] = field(default_factory=dict)
     max_slopes: int | None = None
     delta: float = 0.0
-    structured: bool = True
-    """Whether it is a candidate for designs with a categorical term of three or more levels."""
 
     def min_rows(self, d: int) -> int:
         """The smallest n the calibration simulates at dimension d."""
@@ -57,8 +54,6 @@ class Candidate:
             return "needs delta > 0 (approximate DP)"
         if facts.slopes == 0:
             return "needs a regressor"
-        if facts.structured and not self.structured:
-            return "not calibrated for categorical terms of three or more levels"
         return None
 
 
@@ -86,21 +81,20 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate("histogram", "histogram", "ols", _variables),
     Candidate("tukey", "tukey", "ols", _slopes, delta=TUKEY_DELTA),
     Candidate("histogram (median)", "histogram", "quantreg", _variables),
-    Candidate("noisystats (repaired)", "noisystats", "ols", _slopes, options={"singular": "repair"}, structured=False),
+    Candidate("noisystats (repaired)", "noisystats", "ols", _noisystats, options={"singular": "repair"}),
 )
 """The calibrated candidates, in order of preference on ties.
 
 NoisyStats with ``singular="repair"`` (dpstats/mechanisms/noisystats/repair.py)
 never fails; where the paper's NoisyStats succeeds the two mostly agree, and
-the paper's comes first. It comes last so that the calibration's cell seeds
-(their indices in benchmarks/calibrate_error_model.py's grid) of the others
-are those of the table's. It is not a candidate with categorical terms of
-three or more levels (and not calibrated on the categorical reference
-designs): there the repair's error grows with the levels (its floor is the norm of a noise
-matrix with a row per dummy, while the dummies' eigenvalues, the levels'
-counts, shrink), which no calibrated dimension captures: with 20 levels at
-n = 5,000 and eps = 2 it was chosen over the histogram and was 2.7 times
-worse (benchmarks/bench_auto.py).
+the paper's comes first. It comes last so that the calibration's continuous
+cells (seeded by their indices in benchmarks/calibrate_error_model.py's grid)
+of the others are those of the table's. With categorical terms both run the
+release of dpstats/mechanisms/noisystats/structured.py, whose noise does not
+grow with the levels; before that release coded the largest factor in full and
+centred the columns, the repair's error grew with the levels (2.7 times the
+histogram's with 20 levels at n = 5,000 and eps = 2) and it was not a
+candidate there.
 """
 
 

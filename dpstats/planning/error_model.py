@@ -3,7 +3,7 @@
 The table (error_table.json, written by benchmarks/calibrate_error_model.py)
 holds, per candidate, cells of two families of reference designs: continuous
 (``y ~ x1 + ... + xd``, d in {1, 3, 10}) and categorical (``y ~ x + C(g)``
-with L in {3, 10, 30} declared levels; the cells with a ``levels`` key).
+with L in {2, 3, 10, 30} declared levels; the cells with a ``levels`` key).
 Per cell (n, eps, d or L) and each of five reference scenarios (how the data
 fill the declared bounds and how noisy they are: not public, so every scenario
 is predicted) it holds the 68th percentile of the deviation of the slopes of
@@ -13,13 +13,13 @@ controls), the same in units of the non-private standard errors (``rel``,
 Alabi et al. 2022's C(68)/sigma) and the failure rate.
 
 Which grid predicts a design (:func:`reference`): one with an intercept,
-exactly one continuous slope and exactly one categorical block of two or more
-dummies (L = the block's size + 1 levels) is read from the candidate's
+exactly one continuous slope and exactly one categorical block (L = the
+block's size + 1 levels) is read from the candidate's
 categorical grid at (n, eps, L): calibrated. Every other design is read from
 the continuous grid at the candidate's dimension (``Candidate.dimension``),
 which counts categorical blocks as continuous columns: extrapolated, and for
-designs with categorical terms possibly far off (a two-level factor, several
-factors, or several continuous regressors beside a factor are not calibrated).
+designs with categorical terms possibly far off (several factors, or several
+continuous regressors beside a factor, are not calibrated).
 
 A prediction interpolates log ``dev`` and log ``rel`` linearly in (log n,
 log eps, log d) or (log n, log eps, log L) between the grid's points and
@@ -123,9 +123,9 @@ def _table() -> dict[tuple[str, str], _Grid]:
 
 
 def categorical_levels(facts: PublicFacts) -> int | None:
-    """L when the design is of the categorical family (intercept, one continuous slope, one block of L - 1 >= 2
+    """L when the design is of the categorical family (intercept, one continuous slope, one block of L - 1
     dummies), else None."""
-    if facts.intercept and facts.continuous == 1 and len(facts.block_sizes) == 1 and facts.block_sizes[0] >= 2:
+    if facts.intercept and facts.continuous == 1 and len(facts.block_sizes) == 1:
         return facts.block_sizes[0] + 1
     return None
 

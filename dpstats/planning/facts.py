@@ -44,8 +44,8 @@ class PublicFacts:
 
     @property
     def structured(self) -> bool:
-        """The design has a categorical term of three or more levels (a one-hot block of two or more dummies)."""
-        return self.intercept and any(size > 1 for size in self.block_sizes)
+        """Whether NoisyStats releases sums by level (dpstats/mechanisms/noisystats/structured.py)."""
+        return self.intercept and bool(self.block_sizes)
 
     @classmethod
     def of(cls, design: Design, eps: float, delta: float, estimator: str, se_share: float | None = None) -> PublicFacts:
