@@ -386,6 +386,16 @@ def verdict(cells: list[Cell]) -> list[str]:
         )
         own = pair[20].slope_error["noisystats"] / pair[2].slope_error["noisystats"]
         lines.append(f"    NoisyStats alone (dummy-aware with 20 levels): {own:.2f}x")
+    categorical = [c for c in cells if c.spec.family == "categorical"]
+    if categorical:
+        slope_within = sum(
+            c.slope_error["auto"] <= WITHIN * np.nanmin([c.slope_error[m] for m in EXPLICIT if m in c.slope_error])
+            for c in categorical
+        )
+        lines.append(
+            f"    on x1's slope (what the error model predicts in the categorical family), auto is within "
+            f"{WITHIN:g}x of the best explicit method in {slope_within}/{len(categorical)} categorical cells"
+        )
     return lines
 
 
