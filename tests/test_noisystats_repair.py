@@ -247,12 +247,15 @@ def test_auto_runs_the_repair_where_the_paper_is_predicted_to_fail() -> None:
     assert res.method == "noisystats" and not res.failed
 
 
-def test_the_repaired_candidate_is_refused_with_categorical_terms_of_three_or_more_levels() -> None:
-    """Deterministic: not calibrated there (dpstats/planning/candidates.py); two levels (one dummy) are a column."""
+def test_the_repaired_candidate_applies_with_categorical_terms_of_any_number_of_levels() -> None:
+    """Deterministic: the structured release's noise does not grow with the levels, so the repaired candidate is
+    calibrated on ``y ~ x + C(g)`` (dpstats/planning/candidates.py) and applies whatever the number of levels."""
     repaired = next(c for c in CANDIDATES if c.label == "noisystats (repaired)")
-    frame = pd.DataFrame({"x": [0.0, 1.0, 0.5], "g": ["a", "b", "c"], "y": [0.0, 1.0, 0.5]})
     bounds = {"x": (0, 1), "y": (0, 1)}
-    for levels, refused in ((["a", "b", "c"], True), (["a", "b"], False)):
-        design, _ = build_design("y ~ x + C(g)", frame[frame["g"].isin(levels)], bounds, {"g": levels})
-        refusal = repaired.refusal(PublicFacts.of(design, 1.0, 0.0, "ols"))
-        assert (refusal is not None) == refused and (not refused or "categorical" in refusal)
+    for levels in (["a", "b"], ["a", "b", "c"], [f"l{k}" for k in range(30)]):
+        frame = pd.DataFrame({"x": [0.0, 1.0, 0.5], "g": levels[:3] if len(levels) > 2 else ["a", "b", "a"]})
+        frame["y"] = frame["x"]
+        design, _ = build_design("y ~ x + C(g)", frame, bounds, {"g": levels})
+        facts = PublicFacts.of(design, 1.0, 0.0, "ols")
+        assert repaired.refusal(facts) is None
+        assert repaired.dimension(facts) == 2.0  # x and the factor's one block, whatever its levels
