@@ -25,7 +25,7 @@ from .cells import check_missing
 from .formula import admitted_variables, build_design, prepare_frame
 from .mechanisms.histogram import SPEC
 from .mechanisms.histogram.cell_fits import CellFit, as_release, check_response, fit_on_cells
-from .mechanisms.histogram.layout import Threshold, build_layout, check_threshold
+from .mechanisms.histogram.layout import Threshold, build_layout, check_bound_cells, check_threshold
 from .mechanisms.histogram.release import COUNT_COLUMN, WEIGHT_COLUMN, HistogramRelease, release_histogram
 from .metadata import check_bounds, check_levels
 from .noise import RandomState, make_rng
@@ -114,6 +114,7 @@ def noisy_histogram(
     levels: Mapping[str, Sequence] | None = None,
     bins: int | Mapping[str, int] | None = None,
     threshold: Threshold = "enhanced",
+    bound_cells: bool | Sequence[str] = False,
     random_state: RandomState = None,
     missing: str = "impute",
     budget: Accountant | None = None,
@@ -138,6 +139,12 @@ def noisy_histogram(
     threshold : the fits' default: ``"enhanced"`` (``A log(n) / eps`` with
         A = 1/2, section 4.2), ``"nonnegative"`` (Algorithm 1'), ``"none"``
         (Algorithm 1) or a number A for ``A log(n) / eps``.
+    bound_cells : the numeric columns that get a cell of their own at each
+        declared bound besides their bins (True: all of them; False, the
+        default: none), so that rows at a bound (zeros, top codes, clipped
+        values) are counted there, not at a bin's centre. Declare it for a
+        column with a mass of rows at a bound: elsewhere those cells only hold
+        noise (dpstats/mechanisms/histogram/layout.py).
     random_state : None (fresh OS entropy), an int, or a numpy Generator.
     missing : ``"impute"`` (the default: each bad cell gets the row-wise
         treatment of dpstats/cells.py) or ``"raise"`` (the curator's opt-in; its
@@ -173,7 +180,10 @@ def noisy_histogram(
     if len(data) < 2:
         raise ValueError("data must have at least 2 rows")
     missing = check_missing(missing)
-    layout = build_layout(columns, declared_bounds, declared_levels, bins, len(data), eps)
+    ends = check_bound_cells(bound_cells, [c for c in columns if c not in declared_levels])
+    layout = build_layout(
+        columns, declared_bounds, declared_levels, bins, len(data), eps, ends=ends, threshold=threshold
+    )
     rng = make_rng(random_state)
     frame = prepare_frame(data, columns, declared_bounds, declared_levels, missing)
     released = release_histogram(frame, layout, eps, threshold, rng, kind=NoisyHistogram)

@@ -91,7 +91,15 @@ def _formula_pairs() -> list[NeighbourPair]:
 
 @pytest.mark.parametrize(
     "options",
-    [OPTIONS, {}, {"bins": 2, "threshold": "none"}, {"bins": 2, "q": 0.5}, {"bins": 3, "q": 0.3, "response": "centre"}],
+    [
+        OPTIONS,
+        {},
+        {"bins": 2, "threshold": "none"},
+        {"bins": 2, "q": 0.5},
+        {"bins": 3, "q": 0.3, "response": "centre"},
+        {"bins": 2, "bound_cells": True},  # the corners are the bounds' cells
+        {"bins": 3, "q": 0.5, "bound_cells": True},
+    ],
 )
 def test_replay_on_corner_pairs_sensitivity_two_and_tight(options: dict) -> None:
     report = replay(mech.fit, CORNERS, PRIVACY, seeds=range(2), options=options)
@@ -101,18 +109,23 @@ def test_replay_on_corner_pairs_sensitivity_two_and_tight(options: dict) -> None
     assert worst.sensitivity == 2.0 and worst.norm == "l1" and worst.max_ratio == pytest.approx(1.0)
 
 
-def test_replay_on_formula_pairs_across_levels_and_bins() -> None:
-    report = replay(mech.fit, _formula_pairs(), PRIVACY, seeds=range(2), options={"bins": 4})
+@pytest.mark.parametrize("bound_cells", [False, ["y", "x"]])
+def test_replay_on_formula_pairs_across_levels_and_bins(bound_cells: object) -> None:
+    """With bound cells the moves onto and off the bounds (clipped cells) move a row into and out of them."""
+    options = {"bins": 4, "bound_cells": bound_cells}
+    report = replay(mech.fit, _formula_pairs(), PRIVACY, seeds=range(2), options=options)
     report.assert_sound(min_ratio=0.9, names=[NAME])
     assert report.releases[NAME].max_ratio == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("pairs", [CORNERS, _formula_pairs()], ids=["corners", "formula"])
-def test_one_changed_row_moves_at_most_two_counts_by_one(pairs: list[NeighbourPair]) -> None:
+@pytest.mark.parametrize("bound_cells", [False, True])
+def test_one_changed_row_moves_at_most_two_counts_by_one(pairs: list[NeighbourPair], bound_cells: bool) -> None:
     moved = set()
     for pair in pairs:
         (_, log_d), (_, log_p) = (
-            run_recorded(mech.fit, d, PRIVACY, np.random.default_rng(0)) for d in (pair.d, pair.d_prime)
+            run_recorded(mech.fit, d, PRIVACY, np.random.default_rng(0), options={"bound_cells": bound_cells})
+            for d in (pair.d, pair.d_prime)
         )
         diff = log_d[0].value - log_p[0].value
         assert np.abs(diff).max() <= 1 and np.count_nonzero(diff) <= 2 and diff.sum() == 0

@@ -13,7 +13,8 @@ The release (Lei 2011, section 2.2 and section 4.1):
 
 * each numeric column is rescaled by its declared bounds and cut into K equal
   bins (the last one closed, the paper's footnote 1); the data are clipped to
-  the bounds first (a row-wise map). Each categorical column contributes one
+  the bounds first (a row-wise map). A column declared in ``bound_cells``
+  also has a cell of its own at each bound (its rows exactly at a bound). Each categorical column contributes one
   cell per *declared* level and nothing else (an undeclared value is a schema
   error); the cells are the product of the columns' bins and levels, all of
   them public;
@@ -87,8 +88,9 @@ bins undersmooth the paper's rule so that it stays small next to the
 intervals' width (x 1.5 bins per axis for least squares, x 3 for quantiles).
 
 The public layout, the default number of bins (the paper's rule of thumb,
-section 4.3, and its undersmoothing) and the thresholding rules are in
-dpstats/mechanisms/histogram/layout.py.
+section 4.3, its undersmoothing, and a cap on the expected weight of the
+noise in cells without rows), the bound cells and the thresholding rules are
+in dpstats/mechanisms/histogram/layout.py.
 """
 
 from __future__ import annotations

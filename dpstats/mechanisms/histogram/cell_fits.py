@@ -25,6 +25,7 @@ from .layout import Threshold
 from .release import HistogramRelease
 from .weighted_fits import (
     WeightedFit,
+    response_intervals,
     weighted_least_squares,
     weighted_quantile_regression,
     weighted_quantile_regression_binned,
@@ -77,36 +78,40 @@ def fit_cells(
     weights: np.ndarray,
     q: float | None,
     response: str = "auto",
-    bin_width: float | None = None,
+    widths: np.ndarray | None = None,
     correction: np.ndarray | None = None,
 ) -> tuple[WeightedFit, str | None]:
     """The weighted fit on the cells, and the quantile-regression mode used (module docstring).
 
-    ``bin_width`` is the width of the response's bins, None when the response
-    is not a binned column (a transform), which rules out ``"integrated"``.
-    ``correction`` is subtracted from ``X'WX`` (least squares only).
+    ``widths`` are the cells' widths along the response (0 at a bound's
+    cell), None when the response is not a binned column (a transform),
+    which rules out ``"integrated"``. ``correction`` is subtracted from
+    ``X'WX`` (least squares only).
     """
     if estimator == "ols":
         return weighted_least_squares(X, y, weights, correction), None
-    if response == "integrated" and bin_width is None:
+    if response == "integrated" and widths is None:
         raise ValueError(
             "response='integrated' needs the formula's response to be a numeric column of the histogram; "
             "use response='centre'"
         )
-    if response == "centre" or bin_width is None:
+    if response == "centre" or widths is None:
         return weighted_quantile_regression(X, y, weights, q), "centre"
-    half = 0.5 * bin_width
-    return weighted_quantile_regression_binned(X, y - half, y + half, weights, q), "integrated"
+    lower, upper = response_intervals(y, widths)
+    return weighted_quantile_regression_binned(X, lower, upper, weights, q), "integrated"
 
 
-def _sheppard_rows(encode: Encode, cells: pd.DataFrame, name: str, width: float) -> np.ndarray:
-    """``(h^2 / 12) g_r g_r'`` per cell for column ``name`` (the family's docstring): cells x p x p."""
-    step = width * 1e-3
+def _sheppard_rows(encode: Encode, cells: pd.DataFrame, name: str, widths: np.ndarray) -> np.ndarray:
+    """``(h_r^2 / 12) g_r g_r'`` per cell for column ``name`` (the family's docstring): cells x p x p.
+
+    ``h_r`` is the cell's width along ``name``: 0 at a bound's cell, whose rows all lie at the bound.
+    """
+    step = float(np.max(widths)) * 1e-3
     up, down = cells.copy(), cells.copy()
     up[name] = up[name] + step
     down[name] = down[name] - step
     gradient = (encode(up)[1] - encode(down)[1]) / (2.0 * step)
-    return width**2 / 12.0 * (gradient[:, :, None] * gradient[:, None, :])
+    return (widths**2 / 12.0)[:, None, None] * (gradient[:, :, None] * gradient[:, None, :])
 
 
 def cell_intervals(
@@ -118,7 +123,7 @@ def cell_intervals(
     y: np.ndarray,
     fit: WeightedFit,
     q: float | None,
-    bin_width: float | None,
+    widths: np.ndarray | None,
     correction: np.ndarray | None = None,
 ) -> Intervals:
     """The standard errors and intervals of a fit on the cells of ``names`` (inference.py).
@@ -145,7 +150,7 @@ def cell_intervals(
     )
     if estimator == "ols":
         return least_squares_intervals(problem, fit.params, hist.postprocessing())
-    return quantile_intervals(problem, fit.params, q, bin_width, hist.postprocessing())
+    return quantile_intervals(problem, fit.params, q, widths, hist.postprocessing())
 
 
 def fit_on_cells(
@@ -169,14 +174,14 @@ def fit_on_cells(
     y, X = encode(cells)
     per_cell = None
     if corrected:
-        per_cell = sum(_sheppard_rows(encode, cells, c, hist.bin_width(c)) for c in corrected)
+        per_cell = sum(_sheppard_rows(encode, cells, c, hist.widths(names, c)) for c in corrected)
     correction = None if per_cell is None else np.einsum("r,rij->ij", weights, per_cell)
-    bin_width = hist.bin_width(y_name)
-    fit, mode = fit_cells(estimator, X, y, weights, q, response, bin_width, correction)
+    widths = hist.widths(names, y_name)
+    fit, mode = fit_cells(estimator, X, y, weights, q, response, widths, correction)
     hyper = hist.hyperparameters(policy, names, weights, q, mode)
     if estimator == "ols":
         hyper["sheppard"] = list(corrected)
-    intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, bin_width, per_cell)
+    intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, widths, per_cell)
     return CellFit(fit, term_names, tuple(names), hyper, intervals)
 
 

@@ -74,7 +74,7 @@ import numpy as np
 from ... import noise
 from ...uncertainty import infinite_cov, replicate_covariance
 from .cell_moments import CellMoments
-from .weighted_fits import MAX_CONDITION
+from .weighted_fits import MAX_CONDITION, response_intervals
 
 REPLICATES = 1000
 """Bootstrap replicates (public)."""
@@ -211,11 +211,11 @@ def hall_sheather(n: int, q: float, alpha: float = 0.05) -> float:
     return n ** (-1.0 / 3.0) * normal.inv_cdf(1.0 - alpha / 2.0) ** (2.0 / 3.0) * ratio ** (1.0 / 3.0)
 
 
-def kernel_bandwidth(problem: CellProblem, fitted: np.ndarray, q: float, bin_width: float) -> float:
+def kernel_bandwidth(problem: CellProblem, fitted: np.ndarray, q: float, widths: np.ndarray) -> float:
     """QuantReg's bandwidth on the residual scale, from the cells (module docstring)."""
     w, y = problem.weights, problem.y
     mean = np.average(y, weights=w)
-    sd = np.sqrt(np.average((y - mean) ** 2, weights=w) + bin_width**2 / 12.0)
+    sd = np.sqrt(np.average((y - mean) ** 2 + widths**2 / 12.0, weights=w))
     q25, q75 = _weighted_quantiles(y - fitted, w, [0.25, 0.75])
     spread = min(sd, (q75 - q25) / 1.34) if q75 > q25 else sd
     h = hall_sheather(problem.n, q)
@@ -230,19 +230,24 @@ def _epanechnikov_cdf(u: np.ndarray) -> np.ndarray:
 
 
 def quantile_intervals(
-    problem: CellProblem, params: np.ndarray, q: float, bin_width: float | None, rng: np.random.Generator
+    problem: CellProblem, params: np.ndarray, q: float, widths: np.ndarray | None, rng: np.random.Generator
 ) -> Intervals:
-    """Bias-corrected bootstrap of weighted quantile regression, linearised by one Newton step (module docstring)."""
+    """Bias-corrected bootstrap of weighted quantile regression, linearised by one Newton step (module docstring).
+
+    ``widths``: the cells' widths along the response (0 at a bound's cell, a point: the fit's interval of
+    :func:`~dpstats.mechanisms.histogram.weighted_fits.response_intervals`), None for a transformed response.
+    """
     p = params.size
-    if bin_width is None:
+    if widths is None:
         return Intervals(np.full((p, p), np.nan), None, NO_BIN_NOTE)
     X, w = problem.X, problem.weights
-    lower = problem.y - 0.5 * bin_width
+    lower, upper = response_intervals(problem.y, widths)
+    width = upper - lower
     fitted = X @ params
-    score = X * (np.clip((fitted - lower) / bin_width, 0.0, 1.0) - q)[:, None]
-    bandwidth = max(kernel_bandwidth(problem, fitted, q, bin_width), 1e-12 * bin_width)
-    above, below = (lower + bin_width - fitted) / bandwidth, (lower - fitted) / bandwidth
-    density = (_epanechnikov_cdf(above) - _epanechnikov_cdf(below)) / bin_width
+    score = X * (np.clip((fitted - lower) / width, 0.0, 1.0) - q)[:, None]
+    bandwidth = max(kernel_bandwidth(problem, fitted, q, widths), 1e-12 * float(np.max(width)))
+    above, below = (upper - fitted) / bandwidth, (lower - fitted) / bandwidth
+    density = (_epanechnikov_cdf(above) - _epanechnikov_cdf(below)) / width
     hessian = X.T @ ((w * density)[:, None] * X)
     diag = np.diag(hessian)
     if np.any(diag <= 0):

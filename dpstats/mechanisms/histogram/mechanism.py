@@ -27,10 +27,13 @@ every non-intercept column are then binned as numeric variables over their
 bounds, and the intercept column is 1 at every cell.
 
 Options: ``bins`` (int, dict per variable, or None for the paper's rule),
-``threshold`` ("enhanced" with A = 1/2, "nonnegative", "none", or a number A)
-and, for least squares, ``sheppard`` (False, True or a list of variables:
-Sheppard's correction for grouped continuous regressors; not for a design
-without formula variables).
+``threshold`` ("enhanced" with A = 1/2, "nonnegative", "none", or a number A),
+``bound_cells`` (False, True or a list of numeric variables: a cell of its own
+at each declared bound, for a variable with a mass of rows there, such as a
+response's zeros; dpstats/mechanisms/histogram/layout.py) and, for least
+squares, ``sheppard`` (False, True or a list of variables: Sheppard's
+correction for grouped continuous regressors; not for a design without
+formula variables).
 Quantile regression uses ``response="auto"`` (the check loss integrated over
 the response's bins); ``fit(..., response="centre")`` and
 ``NoisyHistogram.quantreg(..., response="centre")`` give Algorithm 1's linear
@@ -53,10 +56,10 @@ from ...design import Design
 from ...quantiles import check_quantile
 from ..base import PrivacyRequest, Release
 from .cell_fits import CellFit, as_release, cell_intervals, check_response, fit_cells, fit_on_cells
-from .layout import HistogramLayout, Threshold, build_layout, check_threshold
+from .layout import HistogramLayout, Threshold, build_layout, check_bound_cells, check_threshold
 from .release import HistogramRelease, release_cell_counts, release_histogram
 
-DEFAULTS: dict[str, object] = {"bins": None, "threshold": "enhanced", "sheppard": False}
+DEFAULTS: dict[str, object] = {"bins": None, "threshold": "enhanced", "sheppard": False, "bound_cells": False}
 
 
 def fit(
@@ -67,6 +70,7 @@ def fit(
     bins: int | dict[str, int] | None = None,
     threshold: Threshold = "enhanced",
     sheppard: bool | list[str] = False,
+    bound_cells: bool | list[str] = False,
     response: str = "auto",
     q: float | None = None,
 ) -> Release:
@@ -79,11 +83,13 @@ def fit(
     response = check_response(response)
     estimator, q = ("ols", None) if q is None else ("quantreg", check_quantile(q))
     if design.variables is not None:
-        hist, cell_fit = _fit_variables(design, privacy.eps, rng, bins, threshold, estimator, q, response, sheppard)
+        hist, cell_fit = _fit_variables(
+            design, privacy.eps, rng, bins, threshold, estimator, q, response, sheppard, bound_cells
+        )
     else:
         if sheppard:
             raise ValueError("sheppard needs the formula's variables (use dp_ols or noisy_histogram)")
-        hist, cell_fit = _fit_columns(design, privacy.eps, rng, bins, threshold, estimator, q, response)
+        hist, cell_fit = _fit_columns(design, privacy.eps, rng, bins, threshold, estimator, q, response, bound_cells)
     return as_release(cell_fit, hist.privacy)
 
 
@@ -97,14 +103,16 @@ def _fit_variables(
     q: float | None,
     response: str,
     sheppard: bool | list[str],
+    bound_cells: bool | list[str],
 ) -> tuple[HistogramRelease, CellFit]:
     """The histogram over the formula's variables, and the design fitted on its cells."""
     variables = design.variables
     frame = variables.frame
-    layout = build_layout(list(frame.columns), variables.bounds, variables.levels, bins, design.n, eps, estimator)
+    names = list(frame.columns)
+    ends = check_bound_cells(bound_cells, [c for c in names if c not in variables.levels])
+    layout = build_layout(names, variables.bounds, variables.levels, bins, design.n, eps, estimator, ends, threshold)
     counts = design.total(functools.partial(cell_counts, layout))
     hist = release_cell_counts(counts, design.n, layout, eps, threshold, rng)
-    names = list(frame.columns)
     cell_fit = fit_on_cells(
         hist,
         estimator,
@@ -135,6 +143,7 @@ def _fit_columns(
     estimator: str,
     q: float | None,
     response: str,
+    bound_cells: bool | list[str],
 ) -> tuple[HistogramRelease, CellFit]:
     """The histogram over the response and the non-intercept design columns (designs without variables)."""
     if design.x_bounds is None or design.y_bounds is None:
@@ -144,15 +153,16 @@ def _fit_columns(
     bounds = {design.y_name: design.y_bounds}
     bounds.update({design.term_names[j]: tuple(design.x_bounds[j]) for j in slopes})
     frame = pd.DataFrame({design.y_name: design.y, **{design.term_names[j]: design.X[:, j] for j in slopes}})
-    layout = build_layout(names, bounds, {}, bins, design.n, eps, estimator)
+    ends = check_bound_cells(bound_cells, names)
+    layout = build_layout(names, bounds, {}, bins, design.n, eps, estimator, ends, threshold)
     hist = release_histogram(frame, layout, eps, threshold, rng)
     cells, weights = hist.marginal(names, threshold, clip=estimator == "quantreg")
     X = np.ones((len(cells), design.n_columns))
     for j in slopes:
         X[:, j] = cells[design.term_names[j]].to_numpy(dtype=float)
     y = cells[design.y_name].to_numpy(dtype=float)
-    bin_width = hist.bin_width(design.y_name)
-    result, mode = fit_cells(estimator, X, y, weights, q, response, bin_width)
+    widths = hist.widths(names, design.y_name)
+    result, mode = fit_cells(estimator, X, y, weights, q, response, widths)
     hyper = hist.hyperparameters(threshold, names, weights, q, mode)
-    intervals = cell_intervals(hist, estimator, names, threshold, X, y, result, q, bin_width)
+    intervals = cell_intervals(hist, estimator, names, threshold, X, y, result, q, widths)
     return hist, CellFit(result, design.term_names, tuple(names), hyper, intervals)

@@ -134,12 +134,12 @@ class HistogramRelease:
         """A fresh copy of the release's post-processing stream (fresh OS entropy if the release has none)."""
         return make_rng(None) if self._postprocessing is None else copy.deepcopy(self._postprocessing)
 
-    def bin_width(self, name: str) -> float | None:
-        """The bin width of numeric column ``name`` (None for a categorical or unknown name)."""
-        if name not in self.columns or self.layout.axis(name).categorical:
+    def widths(self, names: Sequence[str], name: str) -> np.ndarray | None:
+        """The width along numeric column ``name`` of every cell of the columns ``names`` (None for a categorical
+        or unknown ``name``): the bin width, 0 at a bound's cell (a point)."""
+        if name not in names or self.layout.axis(name).categorical:
             return None
-        axis = self.layout.axis(name)
-        return (axis.bounds[1] - axis.bounds[0]) / axis.bins
+        return self.layout.cell_widths(names, name)
 
     def hyperparameters(
         self, policy: Threshold, names: Sequence[str], weights: np.ndarray, q: float | None, mode: str | None = None

@@ -182,6 +182,18 @@ def _scaled_points(X: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return X / x_scale, x_scale, w / w.sum()
 
 
+POINT_WIDTH = 1e-6
+"""The response interval of a bound's cell (a point) as a share of the bins' width: the integrated check
+loss over it differs from the point's check loss by at most ``POINT_WIDTH h / 2``, and it keeps the
+objective piecewise quadratic (:func:`weighted_quantile_regression_binned`)."""
+
+
+def response_intervals(y: np.ndarray, widths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's response interval ``[y - w / 2, y + w / 2]``; a point (``w = 0``) gets ``POINT_WIDTH`` bins."""
+    widths = np.maximum(widths, POINT_WIDTH * max(float(np.max(widths, initial=0.0)), 1e-300))
+    return y - 0.5 * widths, y + 0.5 * widths
+
+
 def integrated_check_loss(f: np.ndarray, lower: np.ndarray, upper: np.ndarray, q: float) -> np.ndarray:
     """``G(f)``: the check loss averaged over a response uniform on ``[lower, upper]`` (module docstring)."""
     h, mid = upper - lower, 0.5 * (lower + upper)
