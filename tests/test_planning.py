@@ -243,6 +243,21 @@ def test_compare_methods_says_when_nothing_is_usable() -> None:
     assert roomy.usable
 
 
+def test_what_a_plan_needs_holds_from_there_on() -> None:
+    """The eps and n a mechanism needs are where its predicted error meets the goal and keeps meeting it on the
+    grid: more than the call's own eps or n when the call misses the goal (fair's design at eps = 1, whose
+    repaired NoisyStats the plan once said needed n >= 31)."""
+    bounds = {"affairs": (0, 60), "age": (17.5, 42), "yrs_married": (0.5, 23), "educ": (9, 20)}
+    levels = {"religious": [1.0, 2.0, 3.0, 4.0]}
+    formula = "affairs ~ age + yrs_married + educ + C(religious)"
+    plan = dpstats.compare_methods(formula, n=6366, eps=1.0, bounds=bounds, levels=levels)
+    rows = plan.table[plan.table["applies"] == "yes"].set_index("method")
+    for method, row in rows.iterrows():
+        if row["error / SE"] > 2:
+            assert not row["n needed"] <= 6366, method  # NaN (beyond the grid) or larger
+            assert not row["eps needed"] <= 1.0, method
+
+
 def test_compare_methods_refuses_bad_arguments() -> None:
     with pytest.raises(ValueError, match="estimator"):
         dpstats.compare_methods("y ~ x", n=100, eps=1.0, bounds={"x": (0, 1), "y": (0, 1)}, estimator="logit")

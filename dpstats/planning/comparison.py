@@ -89,9 +89,17 @@ def _prototype(formula: str, bounds: Mapping, levels: Mapping) -> pd.DataFrame:
 
 
 def _needed(values: np.ndarray, predicted: np.ndarray, goal: float) -> float:
-    """The smallest grid value whose prediction meets ``goal`` (NaN if none does)."""
-    meets = np.nonzero(predicted <= goal)[0]
-    return float(values[meets[0]]) if meets.size else float("nan")
+    """The smallest grid value from which on every prediction meets ``goal`` (NaN if the last one misses it).
+
+    Not the first value that meets it: in standard errors of the non-private fit, a tiny n can meet a goal
+    that larger ones miss, because that standard error is huge there (statsmodels' fair data at eps = 1: the
+    first n on the grid, 31, met the repaired NoisyStats' goal, the design's own n = 6,366 missed it).
+    """
+    meets = predicted <= goal
+    if not meets[-1]:
+        return float("nan")
+    misses = np.nonzero(~meets)[0]
+    return float(values[misses[-1] + 1 if misses.size else 0])
 
 
 def plan_facts(
