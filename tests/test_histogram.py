@@ -101,6 +101,21 @@ def test_bound_cells_hold_the_rows_at_the_bounds_and_nothing_else() -> None:
     assert "a cell at each bound" in axis.describe()
 
 
+def test_bound_cells_are_declared_per_column(frame: pd.DataFrame) -> None:
+    """None by default; True for every numeric column; a list, or one name (as R sends a string)."""
+    columns = ["y", "x", "g"]
+
+    def ended(bound_cells: object) -> set[str]:
+        kwargs = {"bounds": BOUNDS, "levels": LEVELS, "random_state": 0}
+        if bound_cells is not None:
+            kwargs["bound_cells"] = bound_cells
+        hist = noisy_histogram(frame, columns, 1.0, **kwargs)
+        return {a.name for a in hist.layout.axes if a.ends}
+
+    assert ended(None) == ended(False) == set() and ended(True) == {"y", "x"}
+    assert ended(["y"]) == ended("y") == {"y"}
+
+
 def test_lei_bins_follow_the_papers_rule_of_thumb() -> None:
     """Average count per cell >= 3 x the maximal noise (2 / eps) log(#cells) (Lei 2011, section 4.3)."""
     n, fixed = 250_070, 24
@@ -245,6 +260,8 @@ def test_categorical_cells_are_the_declared_levels_only(frame: pd.DataFrame) -> 
         ({"threshold": -1.0}, ValueError, "positive"),
         ({"missing": "drop"}, ValueError, "missing"),
         ({"bins": 10**6}, ValueError, "cells"),
+        ({"bound_cells": ["g"]}, ValueError, r"bound_cells names columns that are not numeric.*\['g'\]"),
+        ({"bound_cells": 1}, TypeError, "bound_cells must be"),
     ],
 )
 def test_schema_errors_name_the_argument(frame: pd.DataFrame, kwargs: dict, error: type, match: str) -> None:

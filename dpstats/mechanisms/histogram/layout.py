@@ -328,10 +328,13 @@ def check_threshold(threshold: object) -> Threshold:
 
 
 def check_bound_cells(bound_cells: object, numeric: Sequence[str]) -> tuple[str, ...]:
-    """The numeric columns with bound cells: all of ``numeric`` for True, none for False, or the named ones."""
+    """The numeric columns with bound cells: all of ``numeric`` for True, none for False, or the named ones
+    (a list, or one name: R's ``bound_cells = "hours"`` arrives as a string)."""
     if isinstance(bound_cells, bool | np.bool_):
         return tuple(numeric) if bound_cells else ()
-    if isinstance(bound_cells, str) or not isinstance(bound_cells, Sequence):
+    if isinstance(bound_cells, str):
+        return (bound_cells,)
+    if not isinstance(bound_cells, Sequence):
         raise TypeError("bound_cells must be True, False or a list of column names")
     return tuple(str(name) for name in bound_cells)
 
