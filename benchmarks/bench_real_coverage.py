@@ -32,7 +32,12 @@ from bench_limits import ENGEL, ENGEL_BOUNDS, FAIR, FAIR_BOUNDS, FAIR_LEVELS, RO
 
 import dpstats
 
-AUTO_ROWS = [("auto", "ols", "fair", {}), ("auto", "quantreg", "fair", {}), ("auto", "ols", "engel", {})]
+AUTO_ROWS = [
+    ("auto", "ols", "fair", {}),
+    ("auto", "quantreg", "fair", {}),
+    ("auto", "ols", "engel", {}),
+    ("auto", "quantreg", "engel", {}),
+]
 DECLARED = {"bound_cells": ["affairs"]}
 """The histogram told what a user of fair knows: most women report no affairs, so the response has a mass at
 its lower bound 0 (dpstats/mechanisms/histogram/layout.py, bound cells); its rows print with "+ends"."""
