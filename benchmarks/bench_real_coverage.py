@@ -17,7 +17,7 @@ an interval for it that is right covers the estimate at least as often as the tr
 whenever the privacy noise is not negligible. Theil-Sen and Tukey target other functionals
 (bench_limits.py's docstring), about a standard error from OLS on these data.
 
-    python benchmarks/bench_real_coverage.py [--seeds 100] [--eps 1]
+    python benchmarks/bench_real_coverage.py [--seeds 100] [--eps 1] [--methods histogram auto ...]
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--eps", type=float, default=1.0)
+    parser.add_argument("--methods", nargs="+", default=None, help="only these rows' methods, e.g. histogram auto")
     args = parser.parse_args(argv)
     data = {"fair": sm.datasets.fair.load_pandas().data, "engel": sm.datasets.engel.load_pandas().data}
     setups = {"fair": (FAIR, FAIR_BOUNDS, FAIR_LEVELS), "engel": (ENGEL, ENGEL_BOUNDS, None)}
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     head = f"{'method':<11} {'estimator':<9} {'data':<6} {'lowest':>7} {'term':<18} {'failed':>6} {'s/fit':>6}"
     print(head + "  verdict  fitted by")
     for method, estimator, name, options in [*ROWS, *AUTO_ROWS, *DECLARED_ROWS]:
+        if args.methods and method not in args.methods:
+            continue
         formula, bounds, levels = setups[name]
         frame = data[name]
         if estimator == "ols":

@@ -30,3 +30,18 @@ test_that("dp_quantreg's auto takes a proven mechanism and keeps R's names", {
   expect_true(any(grepl("DP Quantile Regression Results", capture.output(print(summary(fit))))))
   if (requireNamespace("broom", quietly = TRUE)) expect_true("tau" %in% names(broom::glance(fit)))
 })
+
+test_that("the histogram takes a response's mass at a bound declared from R (bound_cells)", {
+  skip_if_no_dpstats()
+  set.seed(3)
+  n <- 2000
+  x <- runif(n, 0, 10)
+  y <- ifelse(runif(n) < 0.6, 0, pmin(1 + x + abs(rnorm(n, 0, 2)), 30))  # 60% zeros: rq's median line is 0
+  d <- data.frame(x = x, y = y)
+  args <- list(y ~ x, data = d, tau = 0.5, eps = 1, bounds = list(x = c(0, 10), y = c(0, 30)),
+               method = "histogram", random_state = 1)
+  declared <- do.call(dp_quantreg, c(args, bound_cells = "y"))
+  binned <- do.call(dp_quantreg, args)
+  expect_true(all(abs(coef(declared)) < 1e-3))
+  expect_gt(coef(binned)[["(Intercept)"]], 0.25)  # the zeros spread over the response's first bin
+})
