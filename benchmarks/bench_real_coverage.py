@@ -7,7 +7,8 @@ data: affairs on age, years married, education and the four-level religiousness 
 covers the non-private estimate (OLS, or QuantReg at the median) for each coefficient,
 among the seeds whose release did not fail (a failed release has no interval; the
 failures are printed beside). Printed: the lowest share over the coefficients (target
->= 0.95), the failures and the mean time of a fit. The rows ``auto`` are what a user who
+>= 0.95), the failures, the mean time of a fit and every coefficient's share (in the
+order of the fit's terms). The rows ``auto`` are what a user who
 names no method gets; the rows ``histogram+ends`` declare the response's mass at its lower
 bound (``bound_cells=["affairs"]``: most women in fair report no affairs, and QuantReg's
 median line is 0).
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     setups = {"fair": (FAIR, FAIR_BOUNDS, FAIR_LEVELS), "engel": (ENGEL, ENGEL_BOUNDS, None)}
     print(f"eps = {args.eps:g}, {args.seeds} seeds: share of seeds whose 95% interval covers the non-private estimate")
     head = f"{'method':<11} {'estimator':<9} {'data':<6} {'lowest':>7} {'term':<18} {'failed':>6} {'s/fit':>6}"
-    print(head + "  verdict  fitted by")
+    print(head + "  verdict  fitted by       every term's share")
     for method, estimator, name, options in [*ROWS, *AUTO_ROWS, *DECLARED_ROWS]:
         if args.methods and method not in args.methods:
             continue
@@ -89,7 +90,8 @@ def main(argv: list[str] | None = None) -> None:
         label = method + ("+ends" if options.get("bound_cells") else "")
         print(
             f"{label:<11} {estimator:<9} {name:<6} {share[worst]:>7.2f} {reference.index[worst][:18]:<18} "
-            f"{failed:>6} {seconds:>6.2f}  {verdict}     {','.join(sorted(picked))}",
+            f"{failed:>6} {seconds:>6.2f}  {verdict}     {','.join(sorted(picked)):<15} "
+            f"{' '.join(f'{v:.2f}' for v in share)}",
             flush=True,
         )
 
