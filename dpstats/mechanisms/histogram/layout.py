@@ -60,8 +60,9 @@ the noise (its 95% intervals covered QuantReg's slopes in 5-85% of 20
 seeds, its intercept in none). So the default K is the largest, at most the
 undersmoothed one and at least MIN_CAPPED_BINS = 2, whose cells, all counted
 as empty (a bound whatever the data), carry at most ``NOISE_MASS = 0.2`` n
-expected weight: on fair the median's slopes are then covered in 90-100% of
-the seeds (the intercept is the response's binning: bound cells, below). The
+expected weight: on fair the median's slopes are then covered in 95-98% of
+100 seeds (benchmarks/bench_real_coverage.py; the intercept in none: the
+response's zeros spread over its first bin, see bound cells below). The
 cap binds only with several numeric axes: the two-axis designs of
 benchmarks/bench_coverage.py keep their bins and intervals (checked at n =
 1,000, eps = 1 and 5, 200 repetitions).
