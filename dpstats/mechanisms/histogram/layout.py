@@ -65,7 +65,12 @@ expected weight: on fair the median's slopes are then covered in 95-98% of
 response's zeros spread over its first bin, see bound cells below). The
 cap binds only with several numeric axes: the two-axis designs of
 benchmarks/bench_coverage.py keep their bins and intervals (checked at n =
-1,000, eps = 1 and 5, 200 repetitions).
+1,000, eps = 1 and 5, 200 repetitions). Where the noise is negligible the
+default layout keeps at most MAX_DEFAULT_CELLS = 200,000 cells: the
+intervals' bootstrap holds a matrix of cells x p^2 entries, and with ten
+regressors at eps = 1e4 the noise cap alone let K = 4 give 4.2 million
+cells (a fit of minutes and gigabytes; with three bins, 177,147 cells, it
+takes seconds).
 
 Bound cells (``ends``, the option ``bound_cells``): a numeric axis can have,
 besides its K bins, a cell of its own at each declared bound, a point (width
@@ -107,6 +112,8 @@ NOISE_MASS = 0.2
 UNDERSMOOTHING = {"ols": 1.5, "quantreg": 3.0}
 """Default bins per numeric axis over Lei's rule of thumb, per estimator (module docstring)."""
 MAX_CELLS = 20_000_000
+MAX_DEFAULT_CELLS = 200_000
+"""The most cells a default layout has (the intervals hold a cells x p^2 matrix; module docstring)."""
 
 Threshold = str | float
 
@@ -304,12 +311,18 @@ def capped_bins(
     threshold: Threshold,
     ended_axes: int = 0,
 ) -> int:
-    """The largest K <= k (and >= MIN_CAPPED_BINS) whose empty cells carry at most NOISE_MASS n expected weight.
+    """The largest K <= k (and >= MIN_CAPPED_BINS) whose empty cells carry at most NOISE_MASS n expected weight
+    and whose cells number at most MAX_DEFAULT_CELLS.
 
     Every cell is counted as empty, so the bound holds whatever the data (module docstring).
     """
     weight = empty_cell_weight(n, eps, threshold)
-    while k > MIN_CAPPED_BINS and cell_count(k, free_axes, fixed_cells, ended_axes) * weight > NOISE_MASS * n:
+
+    def too_many(k: int) -> bool:
+        cells = cell_count(k, free_axes, fixed_cells, ended_axes)
+        return cells * weight > NOISE_MASS * n or cells > MAX_DEFAULT_CELLS
+
+    while k > MIN_CAPPED_BINS and too_many(k):
         k -= 1
     return k
 
