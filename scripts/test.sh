@@ -3,4 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest "$@"
+# One process per core (pytest-xdist), each with one BLAS thread: the tests are many small
+# single-threaded fits, and threaded BLAS in two processes on two cores only contend.
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+exec .venv/bin/python -m pytest -n auto "$@"

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import dpstats
 
 SETTINGS = settings(
-    derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=500
+    derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200
 )
 NUMERIC = ("x", "z", "w")
 FUNCTIONS = ("np.exp", "np.abs", "np.sin", "np.cos", "np.tanh", "np.arctan", "np.square", "np.expm1", "log1p")
