@@ -33,6 +33,7 @@ from dpstats.mechanisms.histogram.layout import (
     MAX_DEFAULT_CELLS,
     NOISE_MASS,
     Axis,
+    build_layout,
     cell_count,
     cutoff,
     default_bins,
@@ -177,6 +178,26 @@ def test_default_bins_cap_the_noise_mass_of_the_empty_cells() -> None:
     assert default_bins(3000, 11, 1, 1e4) == 3 and cell_count(3, 11, 1) <= MAX_DEFAULT_CELLS < cell_count(4, 11, 1)
     for n, eps in ((1000, 1.0), (10_000, 5.0)):
         assert default_bins(n, 2, 1, eps, "quantreg") == 3 * lei_bins(n, 2, 1, eps)
+
+
+def test_a_default_layout_identifies_the_formula_on_its_cells() -> None:
+    """Capped to two bins (24 levels, n = 500, eps = 1), x and x**2 are collinear with the intercept over the
+    cells and every fit fails, whatever the data; the default layout takes a third bin (from the formula and
+    the layout: public). Declared bins are left as they are."""
+    levels = {"g": [f"g{i}" for i in range(24)]}
+    bounds = {"y": (0.0, 1.0), "x": (0.0, 1.0)}
+    assert build_layout(["y", "x", "g"], bounds, levels, None, 500, 1.0).axis("x").bins == 2
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0, 1, 500)
+    data = pd.DataFrame({"x": x, "y": np.clip(0.2 + 0.5 * x**2 + rng.normal(0, 0.1, 500), 0, 1)})
+    data["g"] = rng.choice(levels["g"], 500)
+    kwargs = dict(eps=1.0, bounds=bounds, levels=levels, method="histogram", random_state=0)
+    res = dpstats.dp_ols("y ~ x + I(x**2) + C(g)", data, **kwargs)
+    assert res.hyperparameters["bins"]["x"] == 3 and not res.failed
+    declared = dpstats.dp_ols("y ~ x + I(x**2) + C(g)", data, bins=2, **kwargs)
+    assert declared.hyperparameters["bins"]["x"] == 2 and declared.failed
+    linear = dpstats.dp_ols("y ~ x + C(g)", data, **kwargs)
+    assert linear.hyperparameters["bins"]["x"] == 2  # identified on two bins: the cap stands
 
 
 def test_bins_come_from_public_information_only(frame: pd.DataFrame) -> None:

@@ -48,6 +48,7 @@ released histogram, post-processing that spends nothing
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -55,9 +56,12 @@ import pandas as pd
 from ...design import Design
 from ...quantiles import check_quantile
 from ..base import PrivacyRequest, Release
-from .cell_fits import CellFit, as_release, cell_intervals, check_response, fit_cells, fit_on_cells
+from .cell_fits import CellFit, Encode, as_release, cell_intervals, check_response, fit_cells, fit_on_cells
 from .layout import HistogramLayout, Threshold, build_layout, check_bound_cells, check_threshold
 from .release import HistogramRelease, release_cell_counts, release_histogram
+
+MAX_IDENTIFYING_BINS = 8
+"""The most bins per numeric axis :func:`identifying_layout` raises a default layout to."""
 
 DEFAULTS: dict[str, object] = {"bins": None, "threshold": "enhanced", "sheppard": False, "bound_cells": False}
 
@@ -110,7 +114,13 @@ def _fit_variables(
     frame = variables.frame
     names = list(frame.columns)
     ends = check_bound_cells(bound_cells, [c for c in names if c not in variables.levels])
-    layout = build_layout(names, variables.bounds, variables.levels, bins, design.n, eps, estimator, ends, threshold)
+
+    def layout_with(k: int | dict[str, int] | None) -> HistogramLayout:
+        return build_layout(names, variables.bounds, variables.levels, k, design.n, eps, estimator, ends, threshold)
+
+    layout = layout_with(bins)
+    if bins is None:
+        layout = identifying_layout(layout, variables.encode, layout_with)
     counts = design.total(functools.partial(cell_counts, layout))
     hist = release_cell_counts(counts, design.n, layout, eps, threshold, rng)
     cell_fit = fit_on_cells(
@@ -127,6 +137,31 @@ def _fit_variables(
         sheppard,
     )
     return hist, cell_fit
+
+
+def identifying_layout(
+    layout: HistogramLayout, encode: Encode, layout_with: Callable[[int], HistogramLayout]
+) -> HistogramLayout:
+    """The default ``layout``, with one more bin per numeric axis while its cells cannot identify the design.
+
+    The capped default (dpstats/mechanisms/histogram/layout.py) can leave two
+    bins on an axis, on which ``x`` and ``x**2`` are collinear with the
+    intercept: every fit would fail, whatever the data. Whether the formula's
+    design has full column rank over all the layout's cells is public (the
+    layout and the formula), so it is checked here, up to ``MAX_IDENTIFYING_BINS``.
+    """
+    numeric = [axis.bins for axis in layout.axes if not axis.categorical]
+    while numeric and max(numeric) < MAX_IDENTIFYING_BINS and not _identifies(layout, encode):
+        layout = layout_with(max(numeric) + 1)
+        numeric = [axis.bins for axis in layout.axes if not axis.categorical]
+    return layout
+
+
+def _identifies(layout: HistogramLayout, encode: Encode) -> bool:
+    """Whether the design has full column rank over the cells of ``layout``."""
+    X = encode(layout.cell_frame())[1]
+    X = X[np.all(np.isfinite(X), axis=1)]  # a transform undefined at a bound's cell (log 0) leaves that cell out
+    return int(np.linalg.matrix_rank(X)) == X.shape[1]
 
 
 def cell_counts(layout: HistogramLayout, design: Design) -> np.ndarray:
