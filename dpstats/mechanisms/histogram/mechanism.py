@@ -59,6 +59,7 @@ from ..base import PrivacyRequest, Release
 from .cell_fits import CellFit, Encode, as_release, cell_intervals, check_response, fit_cells, fit_on_cells
 from .layout import HistogramLayout, Threshold, build_layout, check_bound_cells, check_threshold
 from .release import HistogramRelease, release_cell_counts, release_histogram
+from .weighted_fits import identifies
 
 MAX_IDENTIFYING_BINS = 8
 """The most bins per numeric axis :func:`identifying_layout` raises a default layout to."""
@@ -160,8 +161,7 @@ def identifying_layout(
 def _identifies(layout: HistogramLayout, encode: Encode) -> bool:
     """Whether the design has full column rank over the cells of ``layout``."""
     X = encode(layout.cell_frame())[1]
-    X = X[np.all(np.isfinite(X), axis=1)]  # a transform undefined at a bound's cell (log 0) leaves that cell out
-    return int(np.linalg.matrix_rank(X)) == X.shape[1]
+    return identifies(X[np.all(np.isfinite(X), axis=1)])  # a transform undefined at a bound's cell (log 0): left out
 
 
 def cell_counts(layout: HistogramLayout, design: Design) -> np.ndarray:

@@ -159,7 +159,7 @@ def weighted_quantile_regression(X: np.ndarray, y: np.ndarray, w: np.ndarray, q:
     Xs, x_scale, ws = _scaled_points(X, w)
     y_scale = float(np.max(np.abs(y))) or 1.0
     ys = y / y_scale
-    if m < p or np.linalg.matrix_rank(Xs) < p:
+    if not identifies(X):
         return _failed(p, NOT_IDENTIFIED)
     cost = np.concatenate([np.zeros(p), q * ws, (1.0 - q) * ws])
     identity = sparse.identity(m, format="csr")
@@ -173,6 +173,15 @@ def weighted_quantile_regression(X: np.ndarray, y: np.ndarray, w: np.ndarray, q:
     if not np.all(np.isfinite(params)):
         return _failed(p, "the quantile-regression linear program returned a non-finite solution")
     return WeightedFit(params=params, objective=check_loss(y - X @ params, q, w))
+
+
+def identifies(X: np.ndarray) -> bool:
+    """Whether the points ``X`` (one per row) identify every coefficient: full column rank, each column
+    scaled by its largest absolute value first so that the rank does not depend on the columns' units."""
+    p = X.shape[1]
+    if X.shape[0] < p:
+        return False
+    return int(np.linalg.matrix_rank(_scaled_points(X, np.ones(X.shape[0]))[0])) == p
 
 
 def _scaled_points(X: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -228,7 +237,7 @@ def weighted_quantile_regression_binned(
     y_scale = float(max(np.max(np.abs(lower)), np.max(np.abs(upper))))
     a, b = lower / y_scale, upper / y_scale
     h = b - a
-    if X.shape[0] < p or np.linalg.matrix_rank(Xs) < p:
+    if not identifies(X):
         return _failed(p, NOT_IDENTIFIED)
 
     def objective(beta: np.ndarray) -> tuple[float, np.ndarray]:
