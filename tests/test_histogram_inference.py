@@ -203,9 +203,15 @@ def test_median_ses_approach_the_kernel_sandwich(name: str) -> None:
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("estimator, name", [("ols", "heteroskedastic"), ("quantreg", "categorical")])
-def test_seeded_coverage_of_the_true_coefficients(estimator: str, name: str) -> None:
-    """n = 1000, eps = 1, 200 samples: coverage in the 4-sd binomial band, width <= 1.5 x the estimates' spread."""
+@pytest.mark.parametrize("estimator, name, reps", [("ols", "heteroskedastic", 200), ("quantreg", "categorical", 100)])
+def test_seeded_coverage_of_the_true_coefficients(estimator: str, name: str, reps: int) -> None:
+    """n = 1000, eps = 1: coverage in the 4-sd binomial band, width <= 1.5 x the estimates' spread.
+
+    The spread's relative error is 7% at 100 samples, 5% at 200. Least squares' intervals on the
+    heteroskedastic design are about 1.3 x the spread (measured 1.24-1.30): 200 samples keep the bound
+    3.4 of its sd away (3e-4); the median's on the categorical design measured 0.97-1.07 at 100 samples
+    (the bound over 5 sd away).
+    """
     design = DESIGNS[name]
 
     def fit(data, sim, seed):
@@ -214,8 +220,8 @@ def test_seeded_coverage_of_the_true_coefficients(estimator: str, name: str) -> 
             return dpstats.dp_quantreg(sim.formula, data, q=0.5, **kwargs)
         return dpstats.dp_ols(sim.formula, data, **kwargs)
 
-    cell = coverage_cell(design, 1000, 200, fit, seed=11)
-    low, high = coverage_band(200 - cell.failures)
+    cell = coverage_cell(design, 1000, reps, fit, seed=11)
+    low, high = coverage_band(reps - cell.failures)
     assert cell.failures == 0
     assert np.all((cell.coverage >= low) & (cell.coverage <= high)), cell.frame()
     assert np.all(cell.width_ratio <= 1.5), cell.frame()

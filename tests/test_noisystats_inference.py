@@ -1,8 +1,10 @@
 """NoisyStats' standard errors and intervals (dpstats/mechanisms/noisystats/inference.py, dpstats/sandwich.py).
 
 What is tested: the sensitivities of the standard errors' releases by brute
-force and by replay on corner neighbours (sound everywhere, attained with one
-regressor), a gray-box audit of the residual-sum-of-squares release with its
+force and by replay on corner neighbours with a larger share (the replays at
+the default share, sound everywhere and attained with one regressor, are
+tests/test_audit_noisystats.py's, which assert the standard errors' releases
+too), a gray-box audit of the residual-sum-of-squares release with its
 canary, the budget split, the eps -> infinity limit against statsmodels' HC1
 standard errors, and coverage of the true coefficients in a seeded simulation.
 
@@ -26,6 +28,7 @@ from dpstats import sandwich
 from dpstats.audit import corner_pairs, graybox_audit, replay, weaker_noise
 from dpstats.coverage import DESIGNS, coverage_band, coverage_cell
 from dpstats.mechanisms.base import PrivacyRequest
+from dpstats.mechanisms.noisystats import inference
 from dpstats.mechanisms.noisystats import mechanism as noisystats
 
 SE_RELEASES = ["SE: sum(x)", "SE: RSS", "SE: HC meat"]
@@ -73,22 +76,10 @@ def test_residual_bound_is_the_largest_residual_on_the_box(seed: int) -> None:
 # --------------------------------------------------------------------------
 
 
-def test_replay_one_regressor_attains_the_standard_errors_sensitivities() -> None:
-    """Deterministic: 48 corner pairs x 6 seeds; every release sound, each SE release at ratio >= 0.99."""
-    report = replay(noisystats.fit, corner_pairs(10, [(0.0, 1.0)], (0.0, 1.0)), PRIVACY, seeds=range(6))
-    report.assert_sound(min_ratio=0.99, names=SE_RELEASES)
-
-
-def test_replay_three_regressors_and_through_the_origin_are_sound() -> None:
-    """Deterministic, soundness (three regressors reach 0.84 of the meat's declared sensitivity:
-    the residual bound and the entries' extremes are not all reached by one move)."""
-    three = corner_pairs(8, [(0.0, 1.0)] * 3, (0.0, 1.0), bases="lowest")
-    replay(noisystats.fit, three, PRIVACY, seeds=range(3)).assert_sound(min_ratio=0.8, names=SE_RELEASES)
-    origin = corner_pairs(8, [(0.0, 2.0), (0.5, 1.0)], (0.0, 3.0), intercept=False, bases="all")
-    replay(noisystats.fit, origin, PRIVACY, seeds=range(3)).assert_sound(min_ratio=0.99, names=["SE: HC meat"])
-
-
-def test_replay_with_a_larger_share_is_sound_and_the_split_adds_up() -> None:
+def test_replay_with_a_larger_share_is_sound_and_the_split_adds_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deterministic; the replayed fits draw 100 bootstrap replicates (post-processing: the releases and the
+    replay's checks do not depend on their number)."""
+    monkeypatch.setattr(inference, "REPLICATES", 100)
     privacy = PrivacyRequest(eps=2.0, se_share=0.6)
     report = replay(noisystats.fit, corner_pairs(10, [(0.0, 1.0)], (0.0, 1.0)), privacy, seeds=range(2))
     report.assert_sound(min_ratio=0.9, names=SE_RELEASES)
@@ -158,9 +149,14 @@ def test_standard_errors_approach_statsmodels_hc1_at_large_eps(formula, dataset,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("design", ["heteroskedastic", "categorical"])
-def test_intervals_cover_the_truth(design: str) -> None:
-    """200 seeded simulations at n = 2000, eps = 2: coverage of every coefficient within 4 binomial sd of 0.95."""
+@pytest.mark.parametrize("design, reps", [("heteroskedastic", 200), ("categorical", 100)])
+def test_intervals_cover_the_truth(design: str, reps: int) -> None:
+    """Seeded simulations at n = 2000, eps = 2: coverage of every coefficient within 4 binomial sd of 0.95.
+
+    Width at most 1.5 x the estimates' spread, whose relative error is 7% at 100 simulations, 5% at 200:
+    the heteroskedastic design's intervals are about 1.25 x the spread (3e-4 at 200), the categorical
+    design's 0.87-1.09 (the bound over 5 sd away at 100).
+    """
     sim = DESIGNS[design]
 
     def fit(data, d, seed):
@@ -168,7 +164,7 @@ def test_intervals_cover_the_truth(design: str) -> None:
             d.formula, data, eps=2.0, bounds=d.bounds, levels=d.levels or None, method="noisystats", random_state=seed
         )
 
-    cell = coverage_cell(sim, 2000, 200, fit, seed=5)
-    low, high = coverage_band(200 - cell.failures)
+    cell = coverage_cell(sim, 2000, reps, fit, seed=5)
+    low, high = coverage_band(reps - cell.failures)
     assert np.all((low <= cell.coverage) & (cell.coverage <= high)), cell.frame()
     assert np.all(cell.width_ratio <= 1.5), cell.frame()
