@@ -167,6 +167,30 @@ def test_bad_candidates_raise_naming_the_option(options: dict, message: str) -> 
 GRID9 = np.array(list(itertools.product([0.0, 0.5, 1.0], repeat=2)))
 
 
+def utility_table(rows: np.ndarray, pairs, count: int, x0: float) -> np.ndarray:
+    """``listed_utilities(GRID9[r], pairs, count, x0)`` for every row ``r`` of ``rows``, each distinct vector once.
+
+    The estimates of all data sets come from one vectorised ``pair_estimates`` call (elementwise, so the same
+    floats as one data set at a time); the cells' utilities depend only on the sorted clipped defined estimates,
+    so ``cell_utilities`` runs once per distinct sorted vector (undefined estimates sort last as +inf).
+    """
+    points = GRID9[rows]  # (data sets, n, 2)
+    z = pair_estimates(points[:, :, 0].T, points[:, :, 1].T, pairs[0], pairs[1], x0).T
+    keys = np.sort(np.where(np.isnan(z), np.inf, np.clip(z, LO, HI)), axis=1)
+    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    edges, _ = grid_median.lattice(LO, HI, count)
+    table = np.array([grid_median.cell_utilities(SortedOracle(v[np.isfinite(v)]), edges) for v in distinct])
+    return table[inverse.reshape(-1)]
+
+
+def test_utility_table_is_the_listed_utilities() -> None:
+    """Deterministic: the deduplicated table equals listed_utilities data set by data set (1,000 of them)."""
+    rows = np.random.default_rng(1).integers(0, 9, (1000, 4))
+    for pairs, count, x0 in [(all_pairs(4), 33, 0.25), (matchings.matching_pairs(np.arange(4), np.arange(1)), 4, 0.75)]:
+        expected = np.array([listed_utilities(GRID9[r], pairs, count, x0) for r in rows])
+        np.testing.assert_array_equal(utility_table(rows, pairs, count, x0), expected)
+
+
 @pytest.mark.parametrize("k", [1, 2, "all"])
 def test_cell_utilities_move_by_at_most_lipschitz_and_reach_it(k: object) -> None:
     """Every 4-row data set on the 3 x 3 grid of points (6,561 ordered ones) and every replaced row, both
@@ -177,7 +201,7 @@ def test_cell_utilities_move_by_at_most_lipschitz_and_reach_it(k: object) -> Non
     lipschitz = matchings.lipschitz_constant(n, rounds)
     rows = np.array(list(itertools.product(range(9), repeat=n)))  # index = sum rows[r] 9^(n - 1 - r)
     for count, x0 in itertools.product((1, 4, 33), (0.25, 0.75)):
-        table = np.array([listed_utilities(GRID9[r], pairs, count, x0) for r in rows])
+        table = utility_table(rows, pairs, count, x0)
         worst = 0.0
         for r, shift in itertools.product(range(n), range(1, 9)):
             place = 9 ** (n - 1 - r)
@@ -201,7 +225,7 @@ def test_counted_all_pairs_give_the_listed_utilities() -> None:
             i, j = all_pairs(n)
             listed = SortedOracle(valid_sorted(pair_estimates(x, y, i, j, x0), LO, HI)[0])
             counted = CountingOracle(AllPairsCounter(x, y, x0), np.zeros(1))
-            for count in (1, 16, 601):
+            for count in (1, 16, 301):  # 300 interior edges: more than one batch of COUNT_BATCH = 256
                 edges, _ = grid_median.lattice(LO, HI, count)
                 np.testing.assert_array_equal(
                     grid_median.cell_utilities(listed, edges), grid_median.cell_utilities(counted, edges)
@@ -275,12 +299,15 @@ def test_replay_flags_the_half_lipschitz_canary_on_the_grid() -> None:
 
 
 # A pair hill-climbed on the exact law (n = 4, all pairs, 7 cells, 2 per release): the best event with
-# probability >= 0.1 has a log ratio of 1.69 of the claimed 2.0, so a doubled eps is visible.
+# probability >= 0.1 has a log ratio of 1.69 of the claimed 2.0, so a doubled eps is visible. Simulated audits on
+# the exact laws with AUDIT_RUNS runs a side (1,000 each, the reduction below): the correct mechanism's eps_lb is
+# 1.25 (sd 0.06, least 1.08), the doubled-eps canary's 2.43 (sd 0.09, least 2.14): missed with probability about
+# 5e-7 (normal tail at 4.9 sd; at 6,000 runs it would be 3.5 sd).
 AUDIT_D = np.array([[0.744, 0.895], [0.407, 1.0], [0.506, 0.957], [0.786, 0.269]])
 AUDIT_MOVED = np.array([0.396, 0.072])
 AUDIT_EPS = 4.0
 AUDIT_CELLS = 7
-AUDIT_RUNS = 20_000
+AUDIT_RUNS = 8_000
 
 
 def audit_pair():
@@ -338,15 +365,17 @@ def run_audit(seed: int):
 
 @pytest.mark.slow
 def test_graybox_grid_release_within_claim_and_sees_most_of_it() -> None:
-    """eps_lb <= claimed eps (false failure 1e-6); and above 0.6 of it (the exact best event gives 0.84)."""
+    """eps_lb <= claimed eps (false failure 1e-6); and above 0.4 of it (simulated mean 0.63 of it: fails with
+    probability about 1e-12, 7 sd below; the exact best event gives 0.84)."""
     result = run_audit(0)
     print(result.as_text())
     result.assert_within_claim()
-    assert result.eps_lb > 0.6 * result.eps_claimed, result.as_text()
+    assert result.eps_lb > 0.4 * result.eps_claimed, result.as_text()
 
 
 @pytest.mark.slow
 def test_graybox_flags_the_doubled_eps_canary_on_the_grid() -> None:
+    """Power: the doubled-eps canary is missed with probability about 5e-7 at AUDIT_RUNS runs (see AUDIT_D)."""
     with doubled_eps_canary():
         result = run_audit(1)
     print(result.as_text())
@@ -364,11 +393,12 @@ def test_collinear_data_land_in_their_cell_where_algorithm_3_is_uniform() -> Non
     failure 3e-5), while Algorithm 3 is uniform on the range (at most 60 of 300 within 0.1 of it: expected 30,
     sd 5.2)."""
     x = np.random.default_rng(0).uniform(0.2, 0.8, 100)
-    data = pd.DataFrame({"x": x, "y": 0.5 * x + 0.2})
+    # the core fit on one design: what dp_ols(..., random_state=seed) runs, without re-reading the formula each time
+    design = design_from_arrays(0.5 * x + 0.2, np.column_stack([np.ones(100), x]), y_bounds=(0, 1), x_bounds=[(0, 1)])
     hits = {"auto": 0, "continuous": 0}
     for candidates, seed in itertools.product(hits, range(300)):
-        res = dp_ols(
-            "y ~ x", data, eps=1.0, bounds=UNIT, method="theilsen", candidates=candidates, se_share=0, random_state=seed
+        res = theilsen.fit(
+            design, PrivacyRequest(1.0, se_share=0.0), np.random.default_rng(seed), candidates=candidates
         )
         hits[candidates] += abs(float(res.noisy_stats["p25"]) - 0.325) < (
             0.1 if candidates == "continuous" else 1 / 111
@@ -394,12 +424,14 @@ def test_grid_law_has_the_mechanisms_spread(count: int) -> None:
     pairs = all_pairs(n)
     width = (HI - LO) / count
     edges, centres = grid_median.lattice(LO, HI, count)
+    z = np.sort(pair_estimates(x, base, pairs[0], pairs[1], 0.25))
     errors = []
     for _ in range(2000):
-        z = np.sort(pair_estimates(x, base + rng.uniform(0.0, width), pairs[0], pairs[1], 0.25))
-        utilities = grid_median.cell_utilities(SortedOracle(z), edges)
-        errors.append(centres[grid_median.permute_and_flip(rng, utilities, eps, n - 1)] - np.median(z))
-    z = np.sort(pair_estimates(x, base, pairs[0], pairs[1], 0.25))
+        # every estimate of the shifted data is the unshifted one plus the shift (up to one rounding; the sort
+        # order is kept since float addition is monotone), so the estimates are listed and sorted once
+        shifted = z + rng.uniform(0.0, width)
+        utilities = grid_median.cell_utilities(SortedOracle(shifted), edges)
+        errors.append(centres[grid_median.permute_and_flip(rng, utilities, eps, n - 1)] - np.median(shifted))
     m, band = np.median(z), 0.02
     g = (np.searchsorted(z, m + band) - np.searchsorted(z, m - band)) / (2 * band)
     law = release_laws.grid_errors(rng, np.full(4000, g), n - 1, eps, width)
@@ -422,16 +454,17 @@ def test_grid_law_limits() -> None:
 
 @pytest.mark.slow
 def test_coverage_on_the_grid_is_at_least_nominal() -> None:
-    """n = 1,000, eps = 0.3 (default se_share: 0.075 per prediction, A = 9.4, 2,213 cells), 200 data sets: no failure,
-    coverage at least the z = 4 band's lower end (6e-5 false failure per coefficient). The intervals model the
-    rounding to a cell as uniform, so they are conservative (measured 0.97-0.98 at 100 data sets)."""
+    """n = 1,000, eps = 0.3 (default se_share: 0.075 per prediction, A = 9.4, 2,213 cells), 100 data sets: no failure,
+    coverage at least the z = 4 band's lower end, 0.863 (3e-5 false failure per coefficient, one-sided). The
+    intervals model the rounding to a cell as uniform, so they are conservative (measured 0.97-0.98 at 100 data
+    sets)."""
     spec = DESIGNS["symmetric"]
 
     def fit(data, d, seed):
         return dp_ols(d.formula, data, eps=0.3, bounds=d.bounds, method="theilsen", random_state=seed)
 
-    cell = coverage_cell(spec, 1000, 200, fit, seed=7)
-    low, _ = coverage_band(200)
+    cell = coverage_cell(spec, 1000, 100, fit, seed=7)
+    low, _ = coverage_band(100)
     assert cell.failures == 0
     assert np.all(cell.coverage >= low), cell.frame()
 

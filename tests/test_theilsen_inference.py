@@ -284,7 +284,7 @@ def test_replicates_with_exact_inputs_have_the_mechanisms_spread() -> None:
 # Coverage (seeded, smaller versions of benchmarks/bench_coverage.py)
 # --------------------------------------------------------------------------
 
-REPS = 200
+REPS = 120
 
 
 @pytest.mark.slow
@@ -293,9 +293,9 @@ REPS = 200
     [("exp", "heteroskedastic", 1.0), ("wide", "symmetric", 5.0), ("smooth", "heteroskedastic", 5.0)],
 )
 def test_coverage_and_width(median: str, design: str, eps: float) -> None:
-    """200 data sets at n = 1,000: coverage in the z = 4 band around 0.95 (6e-5 false failure per coefficient),
+    """120 data sets at n = 1,000: coverage in the z = 4 band around 0.95 (6e-5 false failure per coefficient),
     median width <= 1.5 x the estimator's spread (measured 1.0-1.25 at 500 reps; the spread's own
-    sampling sd at 200 reps is 5%, so a correct interval fails this with probability below 1e-4)."""
+    sampling sd at 120 reps is 6.5%, so a correct interval at 1.25 fails this with probability about 1e-3)."""
     spec = DESIGNS[design]
 
     def fit(data, d, seed):
@@ -310,15 +310,16 @@ def test_coverage_and_width(median: str, design: str, eps: float) -> None:
 
 @pytest.mark.slow
 def test_large_eps_errors_approach_the_nonprivate_theil_sen_spread() -> None:
-    """eps = 1e9: the SEs are the U-statistic SEs of non-private Theil-Sen; over 400 data sets (n = 1,000) their mean
-    is within 10% of the estimates' Monte Carlo sd (measured: 1.01 and 1.01; the Monte Carlo sd itself has a 3.5%
-    sd at 400 sets, so a correct SE fails with probability about 0.4% over the choice of seed; this seed is fixed)."""
+    """eps = 1e9: the SEs are the U-statistic SEs of non-private Theil-Sen; over 250 data sets (n = 1,000) their mean
+    is within 13% of the estimates' Monte Carlo sd (measured at 400 sets: 1.01 and 1.01; the Monte Carlo sd itself
+    has a 4.5% sd at 250 sets, so a correct SE fails with probability about 0.4% over the choice of seed; this seed
+    is fixed)."""
     spec = DESIGNS["symmetric"]
     estimates, errors = [], []
-    for rep in range(400):
+    for rep in range(250):
         data = spec.draw(np.random.default_rng(rep), 1000)
         res = dp_ols(spec.formula, data, eps=1e9, bounds=spec.bounds, method="theilsen", random_state=rep)
         estimates.append(res.params.to_numpy())
         errors.append(res.bse.to_numpy())
     ratio = np.mean(errors, axis=0) / np.std(estimates, axis=0, ddof=1)
-    assert np.all(np.abs(ratio - 1.0) < 0.10), ratio
+    assert np.all(np.abs(ratio - 1.0) < 0.13), ratio

@@ -38,9 +38,27 @@ def pair_estimates(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, x
     return z
 
 
+CACHED_PAIRS_MAX = 1 << 16
+"""All-pairs index arrays up to this many pairs are built once per n and shared (read-only)."""
+
+
 def all_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every unordered pair i < j of ``n`` rows (the union of all perfect matchings)."""
+    """Every unordered pair i < j of ``n`` rows (the union of all perfect matchings).
+
+    Up to CACHED_PAIRS_MAX pairs the arrays are cached and read-only: the
+    audits run the same small fit many thousand times.
+    """
+    if n_pairs(n) <= CACHED_PAIRS_MAX:
+        return _cached_pairs(n)
     return np.triu_indices(n, k=1)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    i, j = np.triu_indices(n, k=1)
+    i.flags.writeable = False
+    j.flags.writeable = False
+    return i, j
 
 
 def n_pairs(n: int) -> int:
