@@ -9,14 +9,22 @@ numerically on a fine grid of the l1 ball, and the draws' projections on four
 directions are compared with the grid's. Every comparison is a KS test at
 alpha = 1e-6 on independent draws (20,000 or more from the exact samplers;
 3,000 whole chains for the MCMC); the test's power is shown on draws at
-``c x 0.7`` and ``c x 1.3``. False-failure rate: at most 4e-6 per exact-sampler
+``c x 0.7`` and ``c x 1.3`` (for the chains, on as many draws from the grid's
+own density at those c: the power is the KS test's at that sample size, and a
+chain run costs a minute). False-failure rate: at most 4e-6 per exact-sampler
 comparison; for the MCMC the test asserts that the chain's distance from the
 density is invisible at this sample size, which is the claim
 ``res.privacy.caveats`` makes.
+
+Draws are made in blocks (:data:`BLOCK` rows per sampler call, one generator
+carried through): the same law as one call, and several times less CPU, since
+a call's temporaries of 10^5 rows fall out of the caches.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -29,10 +37,20 @@ from dpstats.mechanisms.kng import sampler as kng_sampler
 
 ALPHA = 1e-6
 DRAWS = 20_000
+#: Draws of the one-dimensional exact samplers.
+ONE_D_DRAWS = 100_000
+#: Rows (draws, lines or chains) per sampler call (module docstring).
+BLOCK = 1_000
 #: Chains are costlier than exact draws (each is a whole chain); 3,000 keep the KS test's power
 #: against c x 0.7 and x 1.3 (asserted below) and the file within a minute on two cores.
 CHAIN_DRAWS = 3_000
 DIRECTIONS = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, -1.0]])
+
+
+def in_blocks(draw: Callable[[np.random.Generator, int], np.ndarray], seed: int, total: int) -> np.ndarray:
+    """``total`` independent draws as ``draw(rng, rows)`` makes them, :data:`BLOCK` rows per call from one generator."""
+    rng = np.random.default_rng(seed)
+    return np.concatenate([draw(rng, min(BLOCK, total - start)) for start in range(0, total, BLOCK)])
 
 
 def small_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -64,7 +82,7 @@ def test_single_quantile_is_exact(tau: float) -> None:
 
     def draws(factor: float, seed: int) -> np.ndarray:
         target = kng_sampler.QuantileTarget(np.ones((v.size, 1)), v, tau, c * factor, "linf")
-        return kng_sampler.run_chains(np.random.default_rng(seed), target, 1, B, 1, chains=100_000)[:, 0]
+        return in_blocks(lambda rng, m: kng_sampler.run_chains(rng, target, 1, B, 1, chains=m)[:, 0], seed, ONE_D_DRAWS)
 
     assert not ks_check(draws(1.0, 0), cdf, alpha=ALPHA).rejected
     for factor, seed in ((0.7, 1), (1.3, 2)):
@@ -85,7 +103,9 @@ def test_least_squares_through_the_origin_is_exact() -> None:
 
     def draws(factor: float, seed: int) -> np.ndarray:
         target = kng_sampler.LeastSquaresTarget(x.T @ x, x.T @ v, c * factor, "linf")
-        return kng_sampler.sample_least_squares(np.random.default_rng(seed), target, B, 1, chains=100_000)[:, 0]
+        return in_blocks(
+            lambda rng, m: kng_sampler.sample_least_squares(rng, target, B, 1, chains=m)[:, 0], seed, ONE_D_DRAWS
+        )
 
     assert not ks_check(draws(1.0, 0), cdf, alpha=ALPHA).rejected
     for factor, seed in ((0.7, 1), (1.3, 2)):
@@ -97,7 +117,7 @@ def test_least_squares_through_the_origin_is_exact() -> None:
 # --------------------------------------------------------------------------
 
 LINE_ROWS = 200
-#: Draws per line test: 10,000 rows of LINE_ROWS cuts each (a chain's batch of lines).
+#: Draws per line test: 10,000 rows of LINE_ROWS cuts each, in batches of BLOCK lines (as a chain batches them).
 LINE_DRAWS = 10_000
 
 
@@ -124,10 +144,12 @@ def line_cdf(target: kng_sampler.QuantileTarget, theta: np.ndarray, u: np.ndarra
 def line_draws(target: kng_sampler.QuantileTarget, theta: np.ndarray, u: np.ndarray, seed: int) -> np.ndarray:
     """:data:`LINE_DRAWS` independent draws of t on one line (one row per draw, as a chain batches its walkers)."""
     t_lo, t_hi = kng_sampler.l1_ball_chord(theta[None], u[None], 2.0)
-    rows = (np.repeat(theta[None], LINE_DRAWS, 0), np.repeat(u[None], LINE_DRAWS, 0))
-    return target.sample_line(
-        np.random.default_rng(seed), *rows, np.repeat(t_lo, LINE_DRAWS), np.repeat(t_hi, LINE_DRAWS)
-    )
+
+    def draw(rng: np.random.Generator, m: int) -> np.ndarray:
+        rows = (np.repeat(theta[None], m, 0), np.repeat(u[None], m, 0), np.repeat(t_lo, m), np.repeat(t_hi, m))
+        return target.sample_line(rng, *rows)
+
+    return in_blocks(draw, seed, LINE_DRAWS)
 
 
 @pytest.mark.parametrize(
@@ -155,7 +177,7 @@ def test_quantile_line_tails_are_drawn_exactly(windowed: None, monkeypatch: pyte
     grid = np.linspace(*np.concatenate(kng_sampler.l1_ball_chord(theta[None], u[None], 2.0)), 100_001)
     window = np.interp([1 / 3, 2 / 3], cdf(grid), grid)
     monkeypatch.setattr(kng_sampler, "NEGLIGIBLE", -np.inf)  # never widen the window
-    monkeypatch.setattr(kng_sampler, "_sampled_window", lambda *args: tuple(np.full(LINE_DRAWS, w) for w in window))
+    monkeypatch.setattr(kng_sampler, "_sampled_window", lambda a, *args: tuple(np.full(a.shape[0], w) for w in window))
     checked = []
     exact_gradient = kng_sampler.QuantileTarget.gradient_on_line
 
@@ -176,31 +198,57 @@ def test_quantile_line_tails_are_drawn_exactly(windowed: None, monkeypatch: pyte
 # Two dimensions: the numerically normalised density
 # --------------------------------------------------------------------------
 
+#: Cells per side of the grid on [-B, B]^2 whose centres inside the l1 ball carry the density.
+CELLS = 1001
 
-def grid_cdfs(target: kng_sampler.Target, B: float, cells: int = 1001) -> list:
-    """CDFs of ``theta @ w`` for each row w of :data:`DIRECTIONS`, by the midpoint rule on the l1 ball."""
-    centres = -B + (np.arange(cells) + 0.5) * (2.0 * B / cells)
+
+@functools.cache
+def l1_grid(B: float) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+    """Cell centres inside the l1 ball; per row w of :data:`DIRECTIONS`, the order and sorted values of ``grid @ w``."""
+    centres = -B + (np.arange(CELLS) + 0.5) * (2.0 * B / CELLS)
     grid = np.stack(np.meshgrid(centres, centres, indexing="ij"), axis=-1).reshape(-1, 2)
     grid = grid[np.abs(grid).sum(axis=1) <= B]
+    orders = [np.argsort(grid @ w) for w in DIRECTIONS]
+    return grid, orders, [(grid @ w)[order] for w, order in zip(DIRECTIONS, orders, strict=True)]
+
+
+def grid_mass(target: kng_sampler.Target, B: float) -> np.ndarray:
+    """The density's mass on each cell of :func:`l1_grid` (the midpoint rule)."""
+    grid, _, _ = l1_grid(B)
     log_density = -target.c * np.concatenate([target.utility(chunk) for chunk in np.array_split(grid, 50)])
     mass = np.exp(log_density - log_density.max())
-    mass /= mass.sum()
-    cdfs = []
-    for w in DIRECTIONS:
-        values = grid @ w
-        order = np.argsort(values)
-        cumulative = np.cumsum(mass[order])
+    return mass / mass.sum()
 
-        def cdf(t: np.ndarray, xs: np.ndarray = values[order], ps: np.ndarray = cumulative) -> np.ndarray:
-            return np.interp(t, xs, ps, left=0.0, right=1.0)
 
-        cdfs.append(cdf)
-    return cdfs
+def grid_cdfs(target: kng_sampler.Target, B: float) -> list:
+    """CDFs of ``theta @ w`` for each row w of :data:`DIRECTIONS`, from :func:`grid_mass`."""
+    mass = grid_mass(target, B)
+    _, orders, values = l1_grid(B)
+    return [
+        functools.partial(np.interp, xp=xs, fp=np.cumsum(mass[order]), left=0.0, right=1.0)
+        for order, xs in zip(orders, values, strict=True)
+    ]
+
+
+def grid_draws(target: kng_sampler.Target, B: float, size: int, seed: int) -> np.ndarray:
+    """``size`` draws from the grid's density: a cell by its mass, then a point uniform in the cell."""
+    rng = np.random.default_rng(seed)
+    grid, _, _ = l1_grid(B)
+    cells = rng.choice(grid.shape[0], size=size, p=grid_mass(target, B))
+    return grid[cells] + rng.uniform(-B / CELLS, B / CELLS, (size, 2))
 
 
 def rejected_directions(draws: np.ndarray, cdfs: list) -> list[int]:
     """Indices of the directions whose KS test rejects the draws at :data:`ALPHA`."""
     return [j for j, (w, cdf) in enumerate(zip(DIRECTIONS, cdfs, strict=True)) if ks_check(draws @ w, cdf).rejected]
+
+
+def assert_power_at_chain_draws(target: kng_sampler.Target, B: float, cdfs: list) -> None:
+    """The comparison at :data:`CHAIN_DRAWS` has power: grid draws at c pass, at ``c x 0.7`` and ``x 1.3`` fail."""
+    assert rejected_directions(grid_draws(target, B, CHAIN_DRAWS, 0), cdfs) == []
+    for factor, seed in ((0.7, 1), (1.3, 2)):
+        wrong = grid_draws(replace(target, c=target.c * factor), B, CHAIN_DRAWS, seed)
+        assert rejected_directions(wrong, cdfs), f"no power at c x {factor}"
 
 
 def quantile_target(c: float, norm: str = "linf") -> kng_sampler.QuantileTarget:
@@ -213,21 +261,19 @@ def least_squares_target(c: float, norm: str = "linf") -> kng_sampler.LeastSquar
     return kng_sampler.LeastSquaresTarget(X.T @ X, X.T @ v, c, norm)
 
 
-def quantile_chain(target: kng_sampler.QuantileTarget, B: float, seed: int) -> np.ndarray:
-    """:data:`CHAIN_DRAWS` independent draws made as ``kng.fit`` makes one (default sweeps)."""
-    sweeps = kng.default_steps(2, "quantreg")
-    return kng_sampler.run_chains(np.random.default_rng(seed), target, 2, B, sweeps, chains=CHAIN_DRAWS)
-
-
 @pytest.mark.slow
 def test_quantile_chain_fits_the_density_in_two_dimensions() -> None:
-    """The paper's linf norm (the norm enters only through the target's utility, shared with l2 and l1)."""
+    """The paper's linf norm (the norm enters only through the target's utility, shared with l2 and l1).
+
+    :data:`CHAIN_DRAWS` draws made as ``kng.fit`` makes one (default sweeps), in blocks of chains.
+    """
     B = 2.0
     target = quantile_target(1.0, "linf")
     cdfs = grid_cdfs(target, B)
-    assert rejected_directions(quantile_chain(target, B, 0), cdfs) == []
-    for factor, seed in ((0.7, 1), (1.3, 2)):
-        assert rejected_directions(quantile_chain(replace(target, c=factor), B, seed), cdfs), f"no power at x{factor}"
+    sweeps = kng.default_steps(2, "quantreg")
+    draws = in_blocks(lambda rng, m: kng_sampler.run_chains(rng, target, 2, B, sweeps, chains=m), 0, CHAIN_DRAWS)
+    assert rejected_directions(draws, cdfs) == []
+    assert_power_at_chain_draws(target, B, cdfs)
 
 
 @pytest.mark.parametrize("norm", ["linf", "l2", "l1"])
@@ -235,28 +281,31 @@ def test_least_squares_exact_sampler_fits_the_density_in_two_dimensions(norm: st
     B = 1.0
     target = least_squares_target(0.15, norm)
     cdfs = grid_cdfs(target, B)
-    draws, accepted = kng_sampler.exact_least_squares(np.random.default_rng(0), target, B, DRAWS)
-    assert accepted.all()
-    assert rejected_directions(draws, cdfs) == []
+
+    def draws(c: float, seed: int) -> np.ndarray:
+        def block(rng: np.random.Generator, m: int) -> np.ndarray:
+            theta, accepted = kng_sampler.exact_least_squares(rng, replace(target, c=c), B, m)
+            assert accepted.all()
+            return theta
+
+        return in_blocks(block, seed, DRAWS)
+
+    assert rejected_directions(draws(0.15, 0), cdfs) == []
     for factor, seed in ((0.7, 1), (1.3, 2)):
-        wrong, _ = kng_sampler.exact_least_squares(
-            np.random.default_rng(seed), replace(target, c=0.15 * factor), B, DRAWS
-        )
-        assert rejected_directions(wrong, cdfs), f"no power at c x {factor}"
+        assert rejected_directions(draws(0.15 * factor, seed), cdfs), f"no power at c x {factor}"
 
 
 @pytest.mark.slow
 def test_least_squares_fallback_chain_fits_the_density_in_two_dimensions() -> None:
-    """The chain used when every exact proposal is rejected, run on its own."""
+    """The chain used when every exact proposal is rejected, run on its own (default sweeps, blocks of chains)."""
     B = 1.0
     target = least_squares_target(0.15)
     cdfs = grid_cdfs(target, B)
     lam = kng_sampler.KAPPA / (target.c * B)
     sweeps = kng.default_steps(2, "ols")
-    draws = kng_sampler.run_chains(np.random.default_rng(0), target, 2, B, sweeps, CHAIN_DRAWS, lam)
+    draws = in_blocks(lambda rng, m: kng_sampler.run_chains(rng, target, 2, B, sweeps, m, lam), 0, CHAIN_DRAWS)
     assert rejected_directions(draws, cdfs) == []
-    wrong = kng_sampler.run_chains(np.random.default_rng(1), replace(target, c=0.2), 2, B, sweeps, CHAIN_DRAWS, lam)
-    assert rejected_directions(wrong, cdfs), "no power at c x 1.33"
+    assert_power_at_chain_draws(target, B, cdfs)
 
 
 def test_exact_sampler_falls_back_when_the_fit_is_outside_the_domain() -> None:
