@@ -60,23 +60,29 @@ def grid_errors(rng: np.random.Generator, g: np.ndarray, lipschitz: int, eps: fl
     m sits at a uniform offset from the centre of its cell (width h). Cell j
     (j = 0 is m's) is at distance ``max(0, |j h - offset| - h / 2)`` from m,
     weight exp(-eps g distance / (2 L)); the choice is report-noisy-max with
-    Exp(1) noise over the cells within GRID_FOLDS e-folds. When they number
+    Exp(1) noise over the cells within GRID_FOLDS e-folds. Where those number
     more than GRID_REACH on a side the grid is fine against the noise, and the
     error is Laplace(2 L / (eps g)) rounded to the lattice (permute-and-flip
-    then behaves as the exponential mechanism).
+    then behaves as the exponential mechanism). The noisy max is drawn only
+    for the other densities, in groups whose reach (a power of two, at least
+    the GRID_FOLDS e-folds each density needs) is shared.
     """
     rate = eps * g / (2.0 * lipschitz)
     offset = noise.uniform(rng, -0.5 * width, 0.5 * width, g.shape)
-    steps = float(np.min(rate * width)) if g.size else 1.0  # e-folds of weight per cell, at the flattest density
-    reach = GRID_REACH if steps * GRID_REACH < GRID_FOLDS else max(1, math.ceil(GRID_FOLDS / steps))
-    cells = np.arange(-reach, reach + 1)
-    distance = np.maximum(np.abs(cells[None, :] * width - offset[:, None]) - 0.5 * width, 0.0)
-    scores = -rate[:, None] * distance - np.log1p(-noise.uniform(rng, 0.0, 1.0, distance.shape))
-    chosen = cells[np.argmax(scores, axis=1)] * width - offset
     with np.errstate(divide="ignore"):
         spread = noise.laplace(rng, 1.0, g.shape) / rate
-    rounded = width * np.round((offset + spread) / width) - offset
-    return np.where(rate * width * GRID_REACH < GRID_FOLDS, rounded, chosen)
+    errors = width * np.round((offset + spread) / width) - offset
+    steps = rate * width  # e-folds of weight per cell
+    coarse = steps * GRID_REACH >= GRID_FOLDS
+    with np.errstate(divide="ignore"):
+        reach = 2 ** np.ceil(np.log2(np.maximum(GRID_FOLDS / steps, 1.0)))  # at most GRID_REACH where coarse
+    for group in np.unique(reach[coarse]):
+        members = coarse & (reach == group)
+        cells = np.arange(-int(group), int(group) + 1)
+        distance = np.maximum(np.abs(cells[None, :] * width - offset[members, None]) - 0.5 * width, 0.0)
+        scores = -rate[members, None] * distance - np.log1p(-noise.uniform(rng, 0.0, 1.0, distance.shape))
+        errors[members] = cells[np.argmax(scores, axis=1)] * width - offset[members]
+    return errors
 
 
 def widened_errors(rng: np.random.Generator, g: np.ndarray, lipschitz: int, eps: float, theta: float) -> np.ndarray:
