@@ -3,12 +3,22 @@
 The CSV is written from neighbouring data frames (one row replaced by bad
 cells: text, NaN, infinities, sentinels), so the command sees what a curator's
 file would hold; ``main`` runs in-process. Derandomized: false-failure rate 0.
+
+40 examples (two commands each): the fits behind the command are fuzzed on
+their own in tests/test_fuzz_mechanisms.py and tests/test_fuzz_formulas.py;
+here the object is the command's path from a CSV file's bad cells to its exit
+code and messages. The bootstrap draws :data:`fuzz_support.FUZZ_REPLICATES`
+replicates, as in the rest of the battery.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+from collections.abc import Iterator
+
 import pytest
-from fuzz_support import BOUNDS, MESSAGE_FORMS, RESULT_FORMS, neighbour_pair
+from fuzz_support import BOUNDS, MESSAGE_FORMS, RESULT_FORMS, neighbour_pair, use_fuzz_replicates
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,8 +27,16 @@ from dpstats.cli import main
 ARGS = [f"--bounds={name}={lo}:{hi}" for name, (lo, hi) in BOUNDS.items()] + ["--levels", "g=a,b,c"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _fuzz_replicates() -> Iterator[None]:
+    """The module's fits draw :data:`fuzz_support.FUZZ_REPLICATES` bootstrap replicates."""
+    with pytest.MonkeyPatch.context() as patch:
+        use_fuzz_replicates(patch)
+        yield
+
+
 @pytest.mark.slow
-@settings(derandomize=True, database=None, deadline=None, max_examples=60, suppress_health_check=list(HealthCheck))
+@settings(derandomize=True, database=None, deadline=None, max_examples=40, suppress_health_check=list(HealthCheck))
 @given(pair=neighbour_pair(max_n=20), method=st.sampled_from(["noisystats", "histogram", "theilsen"]))
 def test_neighbouring_csv_files_give_the_same_outcome(tmp_path_factory, pair, method: str) -> None:
     directory = tmp_path_factory.mktemp("csv")
@@ -35,9 +53,7 @@ def test_neighbouring_csv_files_give_the_same_outcome(tmp_path_factory, pair, me
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:
-    import contextlib
-    import io
-
+    """Exit code, standard output and standard error of the command ``argv``, run in-process."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
