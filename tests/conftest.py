@@ -1,9 +1,13 @@
-"""Shared fixtures: the public data sets shipped with statsmodels, loaded once per session, and a Dask cluster.
+"""Shared fixtures: the public data sets shipped with statsmodels, loaded once per session, a Dask cluster, and
+fewer bootstrap replicates where their number cannot matter.
 
 Tests must not modify them in place (take a ``.copy()`` first).
 """
 
 from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
 
 import pandas as pd
 import pytest
@@ -40,3 +44,39 @@ def dask_client():
         distributed.Client(cluster, set_as_default=False) as client,
     ):
         yield client
+
+
+FEW_REPLICATES = 100
+"""Bootstrap replicates per fit under :func:`few_replicates` (the mechanisms draw 1,000).
+
+The replicates are post-processing of the releases, drawn by the same
+vectorised code whatever their number (at least ``MIN_REPLICATES``,
+dpstats/uncertainty.py, so the intervals are computed as usual). Properties
+that do not depend on it -- the same outcome on neighbours, a replay's
+sensitivities and its check that D and D' give the same output once the
+noisy releases are forced -- are tested with fewer: at 1,000 they took half
+of every small fit's time. Coverage tests keep the mechanisms' own number.
+"""
+
+FAMILIES = ("gradient", "histogram", "kng", "noisystats", "theilsen", "tukey")
+
+
+def _patch_replicates(patch: pytest.MonkeyPatch) -> None:
+    """Every family's bootstrap draws :data:`FEW_REPLICATES` (imported here, not at collection: see
+    tests/test_architecture.py's lazy registry)."""
+    for family in FAMILIES:
+        patch.setattr(importlib.import_module(f"dpstats.mechanisms.{family}.inference"), "REPLICATES", FEW_REPLICATES)
+
+
+@pytest.fixture
+def few_replicates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's fits draw :data:`FEW_REPLICATES` bootstrap replicates."""
+    _patch_replicates(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def few_replicates_in_module() -> Iterator[None]:
+    """The module's fits draw :data:`FEW_REPLICATES` bootstrap replicates."""
+    with pytest.MonkeyPatch.context() as patch:
+        _patch_replicates(patch)
+        yield

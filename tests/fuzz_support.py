@@ -15,15 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import pytest
 from hypothesis import strategies as st
-
-from dpstats.mechanisms.gradient import inference as gradient_inference
-from dpstats.mechanisms.histogram import inference as histogram_inference
-from dpstats.mechanisms.kng import inference as kng_inference
-from dpstats.mechanisms.noisystats import inference as noisystats_inference
-from dpstats.mechanisms.theilsen import inference as theilsen_inference
-from dpstats.mechanisms.tukey import inference as tukey_inference
 
 SENTINEL = 987654.321
 SENTINEL_TEXT = "SENTINEL_QZX"
@@ -41,29 +33,6 @@ GOOD = {
     "y": st.floats(-2.0, 3.0),
     "g": st.sampled_from(LEVELS["g"]),
 }
-
-
-FUZZ_REPLICATES = 100
-"""Bootstrap replicates per fit in the battery (the mechanisms draw 1,000).
-
-The replicates are post-processing of the releases, drawn by the same
-vectorised code whatever their number; the battery's properties (the same
-outcome on neighbours, finite or failed, no sentinel in any text) do not
-depend on it, and at 1,000 they took half of each small fit's time.
-"""
-
-
-def use_fuzz_replicates(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every mechanism's bootstrap draws :data:`FUZZ_REPLICATES` replicates for the rest of the test."""
-    for module in (
-        gradient_inference,
-        histogram_inference,
-        kng_inference,
-        noisystats_inference,
-        theilsen_inference,
-        tukey_inference,
-    ):
-        monkeypatch.setattr(module, "REPLICATES", FUZZ_REPLICATES)
 
 
 BAD_NUMBERS = [math.nan, math.inf, -math.inf, 1e300, -1e300, 0.0, -5.0, SENTINEL, -SENTINEL, None, "n/a", SENTINEL_TEXT]

@@ -39,7 +39,6 @@ from dpstats.audit import (
     weaker_noise,
 )
 from dpstats.mechanisms.base import PrivacyRequest, Release
-from dpstats.mechanisms.noisystats import inference as noisystats_inference
 from dpstats.mechanisms.noisystats import mechanism as noisystats
 from dpstats.mechanisms.noisystats.repair import SINGULAR
 from dpstats.noise import laplace_mechanism
@@ -53,19 +52,6 @@ ALPHA = 1e-6
 CENTERED = ["ncov(x, y)", "nvar(x)", "intercept"]
 ORIGIN = ["X'y", "X'X"]
 SE_RELEASES = ["SE: sum(x)", "SE: RSS", "SE: HC meat"]
-REPLAY_REPLICATES = 100
-
-
-@pytest.fixture
-def replay_replicates(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The replayed fits draw REPLAY_REPLICATES bootstrap replicates (the mechanism's 1,000 only cost time).
-
-    The replicates are post-processing of the releases, drawn by the same code
-    whatever their number: the releases, their sensitivities and the final
-    check (the same release on D' once the noisy releases are forced) do not
-    depend on it.
-    """
-    monkeypatch.setattr(noisystats_inference, "REPLICATES", REPLAY_REPLICATES)
 
 
 def _move(base: tuple[float, float], last: tuple[float, float], moved: tuple[float, float]):
@@ -170,7 +156,7 @@ def test_noisystats_one_regressor_is_algorithm_1(bounds) -> None:
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("replay_replicates")
+@pytest.mark.usefixtures("few_replicates")
 @pytest.mark.parametrize("singular", SINGULAR)
 @pytest.mark.parametrize(
     "slope_bounds, y_bounds", [(UNIT, (0.0, 1.0)), ([(-2.0, 3.0)], (10.0, 20.0))], ids=["unit", "rescaled"]
@@ -188,7 +174,7 @@ def test_replay_one_regressor_attains_every_sensitivity(slope_bounds, y_bounds, 
     report.assert_sound(min_ratio=0.99, names=SE_RELEASES)
 
 
-@pytest.mark.usefixtures("replay_replicates")
+@pytest.mark.usefixtures("few_replicates")
 @pytest.mark.parametrize("singular", SINGULAR)
 def test_replay_three_regressors_attains_every_sensitivity(singular: str) -> None:
     """Deterministic: the origin -> all-ones move attains S_xy and S_xx; corner moves the intercept.
@@ -202,7 +188,7 @@ def test_replay_three_regressors_attains_every_sensitivity(singular: str) -> Non
     report.assert_sound(min_ratio=0.8, names=SE_RELEASES)
 
 
-@pytest.mark.usefixtures("replay_replicates")
+@pytest.mark.usefixtures("few_replicates")
 @pytest.mark.parametrize("singular", SINGULAR)
 def test_replay_through_the_origin_attains_every_sensitivity(singular: str) -> None:
     """Deterministic: no intercept, non-negative bounds (each product's interval is attained jointly);
@@ -213,7 +199,7 @@ def test_replay_through_the_origin_attains_every_sensitivity(singular: str) -> N
     report.assert_sound(min_ratio=0.99, names=["SE: HC meat"])
 
 
-@pytest.mark.usefixtures("replay_replicates")
+@pytest.mark.usefixtures("few_replicates")
 def test_replay_through_the_origin_with_bounds_across_zero_is_sound() -> None:
     """Deterministic, soundness only: with a bound across 0, the declared X'X sensitivity is loose.
 
@@ -227,7 +213,7 @@ def test_replay_through_the_origin_with_bounds_across_zero_is_sound() -> None:
     replay(FIT, pairs, PRIVACY, seeds=range(2)).assert_sound(min_ratio=None, names=ORIGIN)
 
 
-@pytest.mark.usefixtures("replay_replicates")
+@pytest.mark.usefixtures("few_replicates")
 def test_replay_flags_the_half_sensitivity_canary() -> None:
     """Deterministic: with Lemma 19's 1 - 1/n halved, ncov and nvar move by twice their declared sensitivity."""
     with understated_sensitivity(noisystats, "centered_sensitivity"):

@@ -19,7 +19,6 @@ from dpstats.audit import GrayBoxSamples, NeighbourPair, graybox_audit, replay
 from dpstats.audit.canaries import weaker_noise
 from dpstats.formula import build_design
 from dpstats.mechanisms import PrivacyRequest
-from dpstats.mechanisms.histogram import inference as histogram_inference
 from dpstats.mechanisms.histogram import mechanism as histogram
 from dpstats.mechanisms.noisystats import mechanism as noisystats
 
@@ -28,7 +27,6 @@ BOUNDS = {"y": (0.0, 10.0), "x": (0.5, 10.0)}
 LEVELS = {"g": ["a", "b", "c"]}
 PRIVACY = PrivacyRequest(eps=1.0)
 ALPHA = 1e-6
-REPLAY_REPLICATES = 100  # at least MIN_REPLICATES (dpstats/uncertainty.py): the intervals are computed as usual
 LAST_ROWS = [  # (x, y, g) of the row that differs
     (0.5, 0.0, "a"),
     (10.0, 10.0, "c"),
@@ -84,16 +82,16 @@ def test_replay_noisystats_through_the_formula_is_sound() -> None:
     assert report.releases
 
 
-def test_replay_histogram_through_the_formula_is_sound_and_tight(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("few_replicates")
+def test_replay_histogram_through_the_formula_is_sound_and_tight() -> None:
     """Deterministic: the histogram's count vector moves by exactly its sensitivity 2 when the row changes cell.
 
     One seed per pair: the counts are the histogram's only noisy release, a
     function of the data alone, so a second seed repeats the same comparison.
     The fits' bootstrap (post-processing, compared equal on D and D') draws
-    ``REPLAY_REPLICATES`` replicates instead of 1,000: the same code whatever
+    ``conftest.FEW_REPLICATES`` replicates instead of 1,000: the same code whatever
     their number, and at 1,000 it took half of every replayed fit.
     """
-    monkeypatch.setattr(histogram_inference, "REPLICATES", REPLAY_REPLICATES)
     report = replay(histogram.fit, formula_pairs(), PRIVACY, seeds=range(1), options={"bins": 3})
     report.assert_sound(min_ratio=0.99, names=["histogram counts"])
 

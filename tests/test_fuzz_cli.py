@@ -7,7 +7,7 @@ file would hold; ``main`` runs in-process. Derandomized: false-failure rate 0.
 40 examples (two commands each): the fits behind the command are fuzzed on
 their own in tests/test_fuzz_mechanisms.py and tests/test_fuzz_formulas.py;
 here the object is the command's path from a CSV file's bad cells to its exit
-code and messages. The bootstrap draws :data:`fuzz_support.FUZZ_REPLICATES`
+code and messages. The bootstrap draws :data:`conftest.FEW_REPLICATES`
 replicates, as in the rest of the battery.
 """
 
@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator
 
 import pytest
-from fuzz_support import BOUNDS, MESSAGE_FORMS, RESULT_FORMS, neighbour_pair, use_fuzz_replicates
+from fuzz_support import BOUNDS, MESSAGE_FORMS, RESULT_FORMS, neighbour_pair
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,12 +26,7 @@ from dpstats.cli import main
 ARGS = [f"--bounds={name}={lo}:{hi}" for name, (lo, hi) in BOUNDS.items()] + ["--levels", "g=a,b,c"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fuzz_replicates() -> Iterator[None]:
-    """The module's fits draw :data:`fuzz_support.FUZZ_REPLICATES` bootstrap replicates."""
-    with pytest.MonkeyPatch.context() as patch:
-        use_fuzz_replicates(patch)
-        yield
+pytestmark = pytest.mark.usefixtures("few_replicates_in_module")
 
 
 @pytest.mark.slow

@@ -13,26 +13,16 @@
 
 Derandomized (a fixed sequence of examples: false-failure rate 0); 100
 examples each. The refusals read no data, so their neighbours are small
-(n <= 4); the fits draw 100 bootstrap replicates (fuzz_support.FUZZ_REPLICATES,
+(n <= 4); the fits draw 100 bootstrap replicates (conftest.FEW_REPLICATES,
 the same code paths as the default 1,000).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pandas as pd
 import pytest
-from fuzz_support import (
-    BOUNDS,
-    LEVELS,
-    assert_finite_or_failed,
-    assert_no_sentinel,
-    neighbour_pair,
-    outcome,
-    use_fuzz_replicates,
-)
+from fuzz_support import BOUNDS, LEVELS, assert_finite_or_failed, assert_no_sentinel, neighbour_pair, outcome
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -102,12 +92,7 @@ def cross_row_formula(draw) -> tuple[str, str]:
     return f"y ~ x + {where.format(t=token, r=rowwise)}", token
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fuzz_replicates() -> Iterator[None]:
-    """The module's fits draw :data:`fuzz_support.FUZZ_REPLICATES` bootstrap replicates."""
-    with pytest.MonkeyPatch.context() as patch:
-        use_fuzz_replicates(patch)
-        yield
+pytestmark = pytest.mark.usefixtures("few_replicates_in_module")
 
 
 def _fit(formula: str, frame):

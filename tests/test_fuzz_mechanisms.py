@@ -18,7 +18,7 @@ failures (at eps = 1 NoisyStats and Tukey fail on most cells this small).
 80 examples per mechanism (the estimator drawn for those that fit both),
 30 for ``auto`` per estimator; derandomized (a fixed sequence of examples:
 no flakiness, false-failure rate 0), small n and 100 bootstrap replicates
-per fit (fuzz_support.FUZZ_REPLICATES: the same code paths as the default
+per fit (conftest.FEW_REPLICATES: the same code paths as the default
 1,000) to fit the 2-core time budget. Counted when the battery was sized,
 every sequence reaches fits, and NoisyStats', Tukey's, the histogram's and
 auto's median fits reach failed results too (46/114, 60/100, 152/8 and 21/39
@@ -28,15 +28,7 @@ fitted/failed of their 160 or 60 calls).
 from __future__ import annotations
 
 import pytest
-from fuzz_support import (
-    BOUNDS,
-    LEVELS,
-    assert_finite_or_failed,
-    assert_no_sentinel,
-    neighbour_pair,
-    outcome,
-    use_fuzz_replicates,
-)
+from fuzz_support import BOUNDS, LEVELS, assert_finite_or_failed, assert_no_sentinel, neighbour_pair, outcome
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -83,8 +75,8 @@ def _check_pair(method: str, estimator: str, formula: str, options: dict, pair, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(CASES))
-def test_one_bad_row_never_decides_the_outcome(method: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    use_fuzz_replicates(monkeypatch)
+@pytest.mark.usefixtures("few_replicates")
+def test_one_bad_row_never_decides_the_outcome(method: str) -> None:
     formula, options, estimators, min_n = CASES[method]
 
     @SETTINGS
@@ -101,9 +93,8 @@ def test_one_bad_row_never_decides_the_outcome(method: str, monkeypatch: pytest.
 
 @pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["ols", "quantreg"])
-def test_auto_one_bad_row_never_decides_the_outcome(estimator: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    use_fuzz_replicates(monkeypatch)
-
+@pytest.mark.usefixtures("few_replicates")
+def test_auto_one_bad_row_never_decides_the_outcome(estimator: str) -> None:
     @settings(SETTINGS, max_examples=AUTO_EXAMPLES)
     @given(pair=neighbour_pair(max_n=24))
     def check(pair) -> None:

@@ -62,7 +62,6 @@ from dpstats.audit import (
 )
 from dpstats.formula import build_design
 from dpstats.mechanisms import PrivacyRequest
-from dpstats.mechanisms.histogram import inference as histogram_inference
 from dpstats.mechanisms.histogram import mechanism as mech
 from dpstats.mechanisms.histogram import release as hg
 
@@ -95,23 +94,8 @@ def _formula_pairs() -> tuple[NeighbourPair, ...]:
 
 
 FORMULA_PAIRS = _formula_pairs()  # built once: the formula front end is the slow part
-REPLAY_REPLICATES = 100
-"""Bootstrap replicates per fit in this module (the mechanism draws 1,000).
-
-The bootstrap is post-processing of the released counts, drawn by the same
-vectorised code whatever their number (at least ``MIN_REPLICATES``, so the
-intervals are computed as usual); the replay checks that D and D' give the
-same replicates once the counts are forced, which does not depend on how
-many there are. At 1,000 it took up to half of every replayed fit.
-"""
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _replay_replicates() -> Iterator[None]:
-    """Every histogram fit in this module draws :data:`REPLAY_REPLICATES` bootstrap replicates."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(histogram_inference, "REPLICATES", REPLAY_REPLICATES)
-        yield
+pytestmark = pytest.mark.usefixtures("few_replicates_in_module")  # conftest.FEW_REPLICATES: the replays do not
+# depend on the bootstrap's number of replicates (post-processing, compared equal on D and D')
 
 
 # --------------------------------------------------------------------------

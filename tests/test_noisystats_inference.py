@@ -28,7 +28,6 @@ from dpstats import sandwich
 from dpstats.audit import corner_pairs, graybox_audit, replay, weaker_noise
 from dpstats.coverage import DESIGNS, coverage_band, coverage_cell
 from dpstats.mechanisms.base import PrivacyRequest
-from dpstats.mechanisms.noisystats import inference
 from dpstats.mechanisms.noisystats import mechanism as noisystats
 
 SE_RELEASES = ["SE: sum(x)", "SE: RSS", "SE: HC meat"]
@@ -76,10 +75,10 @@ def test_residual_bound_is_the_largest_residual_on_the_box(seed: int) -> None:
 # --------------------------------------------------------------------------
 
 
-def test_replay_with_a_larger_share_is_sound_and_the_split_adds_up(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("few_replicates")
+def test_replay_with_a_larger_share_is_sound_and_the_split_adds_up() -> None:
     """Deterministic; the replayed fits draw 100 bootstrap replicates (post-processing: the releases and the
     replay's checks do not depend on their number)."""
-    monkeypatch.setattr(inference, "REPLICATES", 100)
     privacy = PrivacyRequest(eps=2.0, se_share=0.6)
     report = replay(noisystats.fit, corner_pairs(10, [(0.0, 1.0)], (0.0, 1.0)), privacy, seeds=range(2))
     report.assert_sound(min_ratio=0.9, names=SE_RELEASES)

@@ -44,12 +44,6 @@ REPAIR = {"singular": "repair"}
 UNIT = [(0.0, 1.0)]
 
 
-@pytest.fixture
-def few_replicates(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The standard errors' bootstrap draws 100 refits in this test (the mechanism's 1,000 only cost time)."""
-    monkeypatch.setattr(inference, "REPLICATES", 100)
-
-
 def _uniform_design(n: int, d: int, seed: int):
     """bench_auto's d-regressor design: x uniform around 0.5 (variance 0.05), y = 0.2 + mean(x)/2 + noise."""
     rng = np.random.default_rng(seed)

@@ -13,7 +13,7 @@ False-failure rates: everything is deterministic except the failure-rate
 check, which asks for at most 2 failures in 20 seeded fits where 0 of 30 were
 measured (the release's noise is about 1% of the smallest level count there).
 
-The fits' bootstrap draws :data:`MODULE_REPLICATES` replicates instead of
+The fits' bootstrap draws :data:`conftest.FEW_REPLICATES` replicates instead of
 1,000 (a module fixture). It runs after the estimate and its failure are
 decided, from its own post-processing generator, so the estimates, failures
 and releases checked here are the same; the replay compares the replicates on
@@ -23,7 +23,6 @@ two thirds of every fit.
 
 import dataclasses
 import itertools
-from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -33,20 +32,11 @@ import dpstats
 from dpstats.audit import pair_from_points, replay
 from dpstats.formula import build_design
 from dpstats.mechanisms.base import PrivacyRequest
-from dpstats.mechanisms.noisystats import inference
 from dpstats.mechanisms.noisystats import mechanism as noisystats
 from dpstats.mechanisms.noisystats.structured import Layout, structured_sensitivity
 
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
-MODULE_REPLICATES = 100  # at least MIN_REPLICATES (dpstats/uncertainty.py): the intervals are computed as usual
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _module_replicates() -> Iterator[None]:
-    """Every fit in this module draws :data:`MODULE_REPLICATES` bootstrap replicates (module docstring)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(inference, "REPLICATES", MODULE_REPLICATES)
-        yield
+pytestmark = pytest.mark.usefixtures("few_replicates_in_module")  # module docstring
 
 
 def _possible_rows(continuous: int, block_sizes: tuple[int, ...]) -> list[np.ndarray]:
