@@ -48,7 +48,7 @@ its ``datasets`` (the table's top-level ``datasets`` is that of cells without
 the key).
 
     python benchmarks/calibrate_error_model.py [--datasets 24] [--jobs 2] [--quick] [--only LABEL ...]
-        [--family continuous|categorical] [--levels L ...]
+        [--family continuous|categorical] [--levels L ...] [--failing]
 
 On a shared machine run it with ``OPENBLAS_NUM_THREADS=1``: the histogram's
 intervals (part of its fit) eigen-decompose a matrix with a row per cell, which
@@ -61,7 +61,10 @@ histogram with 30 levels is most of it).
 ``--only``, ``--family`` and ``--levels`` run the cells of the named candidates,
 family and levels (after a change to a mechanism, or for a new candidate or
 family) and replace them in the table, or add them to it when the table has no
-such cell. A continuous cell's seed is SeedSequence([SEED, index]) for its
+such cell. ``--failing`` runs only the cells whose entry records a failed fit:
+after a change to what a failed fit does (the histogram's fallback to
+Algorithm 1', which draws no noise), every other cell's fits are the same,
+draw for draw. A continuous cell's seed is SeedSequence([SEED, index]) for its
 index in the full grid (a new candidate goes last in
 dpstats/planning/candidates.py, so that the others keep their indices); a
 categorical cell's is SeedSequence([SEED, 1, c, L, n, e]) for the candidate's
@@ -213,6 +216,11 @@ def _key(cell: dict) -> tuple:
     return cell["candidate"], cell["n"], cell["eps"], cell["d"], cell.get("levels", 0)
 
 
+def _failed(cell: dict) -> bool:
+    """Whether some data set of the cell's table entry failed."""
+    return any(scenario["failure"] > 0 for scenario in cell["scenarios"])
+
+
 def applies_to_categorical(candidate: Candidate, levels: int) -> bool:
     """Whether the candidate applies to ``y ~ x + C(g)`` with ``levels`` levels (its refusal from public facts)."""
     design = categorical_design(10 * levels, levels, 0.05, 0.1, np.random.default_rng(0))
@@ -264,6 +272,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", metavar="LABEL", choices=[c.label for c in CANDIDATES])
     parser.add_argument("--family", choices=FAMILIES, help="run only this family's cells (default: both)")
     parser.add_argument("--levels", nargs="+", type=int, choices=LEVELS, help="run only these categorical cells")
+    parser.add_argument("--failing", action="store_true", help="run only the cells whose table entry has failures")
     args = parser.parse_args()
     tasks = grid_tasks(args.quick, args.datasets)
     if args.only:
@@ -272,6 +281,9 @@ def main() -> None:
         tasks = [task for task in tasks if (task[4] > 0) == (args.family == "categorical")]
     if args.levels:
         tasks = [task for task in tasks if task[4] in args.levels]
+    if args.failing:
+        failing = {_key(c) for c in json.loads(TABLE.read_text())["cells"] if not c["refused"] and _failed(c)}
+        tasks = [task for task in tasks if (task[0].label, task[1], task[2], task[3], task[4]) in failing]
     start = time.perf_counter()
     cells = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -289,7 +301,7 @@ def main() -> None:
         print(f"quick run: {len(cells)} cells in {time.perf_counter() - start:.0f} s (table not written)")
         return
     datasets = args.datasets
-    if args.only or args.family or args.levels:
+    if args.only or args.family or args.levels or args.failing:
         old = json.loads(TABLE.read_text())
         cells, datasets = merged(old["cells"], cells), old["datasets"]
     TABLE.write_text(json.dumps({"seed": SEED, "datasets": datasets, "cells": cells}, indent=1) + "\n")

@@ -138,7 +138,8 @@ def noisy_histogram(
         which quantile fits on this histogram get by passing them here).
     threshold : the fits' default: ``"enhanced"`` (``A log(n) / eps`` with
         A = 1/2, section 4.2), ``"nonnegative"`` (Algorithm 1'), ``"none"``
-        (Algorithm 1) or a number A for ``A log(n) / eps``.
+        (Algorithm 1) or a number A for ``A log(n) / eps``. A fit that a cut-off
+        leaves failed falls back to ``"nonnegative"`` and says so.
     bound_cells : the numeric columns that get a cell of their own at each
         declared bound besides their bins (True: all of them; False, the
         default: none), so that rows at a bound (zeros, top codes, clipped

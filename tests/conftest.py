@@ -1,5 +1,5 @@
-"""Shared fixtures: the public data sets shipped with statsmodels, loaded once per session, a Dask cluster, and
-fewer bootstrap replicates where their number cannot matter.
+"""Shared fixtures: the public data sets shipped with statsmodels, loaded once per session, a Dask cluster per
+module, and fewer bootstrap replicates where their number cannot matter.
 
 Tests must not modify them in place (take a ``.copy()`` first).
 """
@@ -35,12 +35,16 @@ def fair() -> pd.DataFrame:
     return sm.datasets.fair.load_pandas().data
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_client():
-    """A distributed.LocalCluster of two worker processes (one thread each), started once for the Dask tests."""
+    """A distributed.LocalCluster of two worker processes (one thread each), for one module's Dask tests.
+
+    Closed when the module's tests are done: its idle workers each took about a fifth of a core for the
+    rest of a session-scoped run (their event loops and heartbeats), on both xdist workers.
+    """
     distributed = pytest.importorskip("distributed")
     with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
         distributed.Client(cluster, set_as_default=False) as client,
     ):
         yield client

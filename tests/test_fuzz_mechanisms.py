@@ -20,9 +20,11 @@ failures (at eps = 1 NoisyStats and Tukey fail on most cells this small).
 no flakiness, false-failure rate 0), small n and 100 bootstrap replicates
 per fit (conftest.FEW_REPLICATES: the same code paths as the default
 1,000) to fit the 2-core time budget. Counted when the battery was sized,
-every sequence reaches fits, and NoisyStats', Tukey's, the histogram's and
-auto's median fits reach failed results too (46/114, 60/100, 152/8 and 21/39
-fitted/failed of their 160 or 60 calls).
+every sequence reaches fits, and NoisyStats', Tukey's and auto's median fits
+reach failed results too (46/114, 60/100 and 21/39 fitted/failed of their 160
+or 60 calls). The histogram's 8 failures of 160 became fits (160/0) when a
+failed cut-off fit began to fall back to Algorithm 1'
+(dpstats/mechanisms/histogram/cell_fits.py).
 """
 
 from __future__ import annotations

@@ -509,13 +509,33 @@ def test_fits_are_post_processing_of_the_release(frame: pd.DataFrame) -> None:
     assert ols.predict(frame.head(3)).shape == (3,)
 
 
+def test_a_cut_off_that_leaves_the_fit_failed_falls_back_to_algorithm_1_prime() -> None:
+    """n = 30, x ~ Beta(1, 4): enhanced thresholding zeroes both cells of x's upper bin (2 x 2 cells),
+    so X'WX is singular; the fits are then those of the non-negative counts, on the same release."""
+    rng = np.random.default_rng(0)
+    x = rng.beta(1.0, 4.0, 30)
+    data = pd.DataFrame({"y": np.clip(0.2 + 0.5 * x + rng.normal(0.0, 0.1, 30), 0.0, 1.0), "x": x})
+    hist = noisy_histogram(data, ["y", "x"], 1.0, bounds={"y": (0, 1), "x": (0, 1)}, random_state=0)
+    upper_x = hist.layout.cell_frame()["x"].to_numpy() > 0.5
+    assert hist.bins == {"y": 2, "x": 2} and np.all(hist.weights("enhanced")[upper_x] == 0)
+    for fit in (lambda **kw: hist.ols("y ~ x", **kw), lambda **kw: hist.quantreg("y ~ x", 0.5, **kw)):
+        fallen, direct = fit(), fit(threshold="nonnegative")
+        assert not fallen.failed and fallen.hyperparameters["threshold"] == "nonnegative"
+        assert fallen.hyperparameters["threshold_fallback"].startswith("from 'enhanced'")
+        np.testing.assert_array_equal(fallen.params, direct.params)
+        np.testing.assert_array_equal(fallen.bse, direct.bse)
+        assert "threshold_fallback" not in direct.hyperparameters
+
+
 def test_a_failed_fit_is_an_output(frame: pd.DataFrame) -> None:
-    """A = 8 at eps = 0.01: the cut-off 8 log(n) / eps = 6405 is above n and 3.2 noise scales up
-    (an empty cell passes with probability exp(-3.2) / 2 = 0.02; none of the 9 does with this seed)."""
-    hist = noisy_histogram(frame, ["y", "x"], 0.01, bounds=BOUNDS, bins=3, threshold=8.0, random_state=10)
-    assert hist.layout.n_cells == 9 and np.all(hist.weights() == 0)
+    """A = 8 at eps = 0.003: the cut-off 8 log(n) / eps = 21,350 is far above n, so no cell passes, and
+    with this seed three of the 4 noisy counts are negative: the fallback to Algorithm 1' keeps one
+    cell and fails too."""
+    hist = noisy_histogram(frame, ["y", "x"], 0.003, bounds=BOUNDS, bins=2, threshold=8.0, random_state=0)
+    assert hist.layout.n_cells == 4 and np.all(hist.weights() == 0) and np.sum(hist.counts > 0) == 1
     for res in (hist.ols("y ~ x"), hist.quantreg("y ~ x", 0.5)):
-        assert res.failed and "no cell" in res.reason and res.params.isna().all() and res.bse.isna().all()
+        assert res.failed and "no cell" in res.reason and "Algorithm 1'" in res.reason
+        assert res.params.isna().all() and res.bse.isna().all()
         assert "FAILED" in res.summary().as_text()
 
 

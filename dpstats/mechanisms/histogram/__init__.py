@@ -39,7 +39,9 @@ noisy counts as weights, after
   them at 0 as Algorithm 1' does.
 
 Thresholding is applied per cell of the release, before cells are summed
-over the columns a formula does not use.
+over the columns a formula does not use. A fit that a cut-off leaves failed
+(no retained cell in a regressor's sparse bin) is redone on the non-negative
+counts, Algorithm 1' (dpstats/mechanisms/histogram/cell_fits.py).
 
 Least squares, ``sheppard=`` (off by default: Algorithm 1 as published).
 Putting each row of a smooth continuous regressor at its bin centre acts

@@ -8,10 +8,24 @@ quantile regression with the thresholded noisy counts as weights
 (dpstats/mechanisms/histogram/__init__.py) for the response modes and
 Sheppard's correction. Every fit carries its standard errors and intervals
 (dpstats/mechanisms/histogram/inference.py), post-processing too.
+
+The fallback to Algorithm 1'. Enhanced thresholding (or a cut-off ``A``)
+zeroes every noisy count below ``A log(n) / eps``. On few rows a sparse bin
+of a regressor (a skewed x with one or two rows in its upper bins) can lose
+all its cells, and then no retained cell identifies the slope: ``X'WX`` is
+singular and the fit fails. At n = 30 and eps = 1 with x ~ Beta(1, 4) this
+happened in 18 of 40 fits. The fit is then redone on the non-negative noisy
+counts (``max(n^_r, 0)``, Lei 2011, Algorithm 1'), which keep about half of
+the empty cells' noise but every cell a row is in, and the result's
+hyperparameters name the fallback. Choosing the weights from the released
+counts is post-processing, so it spends nothing; the intervals are those of
+the policy used. A policy without a cut-off (``"nonnegative"``, ``"none"``)
+has no fallback.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -32,6 +46,8 @@ from .weighted_fits import (
 )
 
 RESPONSE_MODES = ("auto", "integrated", "centre")
+FALLBACK = "nonnegative"
+"""The thresholding a fit falls back to when a cut-off leaves it failed (module docstring)."""
 
 Encode = Callable[[pd.DataFrame], tuple[np.ndarray, np.ndarray]]
 """A public map from rows of the formula's variables to the response and design matrix."""
@@ -166,10 +182,39 @@ def fit_on_cells(
     response: str = "auto",
     sheppard: bool | Sequence[str] = False,
 ) -> CellFit:
-    """Fit the design ``encode`` gives on the cells of the variables ``names`` (summed over the others)."""
+    """Fit the design ``encode`` gives on the cells of the variables ``names`` (summed over the others).
+
+    A cut-off policy whose retained cells leave the fit failed (a term with
+    no retained cell, so ``X'WX`` is singular) falls back to Algorithm 1'
+    (module docstring); the hyperparameters say so.
+    """
     policy = hist.policy(threshold)
     continuous = [c for c in names if c not in response_names and not hist.layout.axis(c).categorical]
     corrected = check_sheppard(sheppard, continuous, estimator)
+    cell_fit = _fit_with(hist, estimator, names, encode, term_names, y_name, q, policy, response, corrected)
+    if not cell_fit.fit.failed or policy in (FALLBACK, "none"):
+        return cell_fit
+    fallback = _fit_with(hist, estimator, names, encode, term_names, y_name, q, FALLBACK, response, corrected)
+    if fallback.fit.failed:
+        reason = f"{cell_fit.fit.reason}; on the non-negative counts (Algorithm 1'): {fallback.fit.reason}"
+        return dataclasses.replace(cell_fit, fit=dataclasses.replace(cell_fit.fit, reason=reason))
+    fallback.hyperparameters["threshold_fallback"] = f"from {policy!r}, whose retained cells did not identify the fit"
+    return fallback
+
+
+def _fit_with(
+    hist: HistogramRelease,
+    estimator: str,
+    names: Sequence[str],
+    encode: Encode,
+    term_names: tuple[str, ...],
+    y_name: str,
+    q: float | None,
+    policy: Threshold,
+    response: str,
+    corrected: Sequence[str],
+) -> CellFit:
+    """:func:`fit_on_cells` with the thresholding ``policy``, and Sheppard's correction of the ``corrected`` columns."""
     cells, weights = hist.marginal(names, policy, clip=estimator == "quantreg")
     y, X = encode(cells)
     per_cell = None

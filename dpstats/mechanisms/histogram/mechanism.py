@@ -56,7 +56,7 @@ import pandas as pd
 from ...design import Design
 from ...quantiles import check_quantile
 from ..base import PrivacyRequest, Release
-from .cell_fits import CellFit, Encode, as_release, cell_intervals, check_response, fit_cells, fit_on_cells
+from .cell_fits import CellFit, Encode, as_release, check_response, fit_on_cells
 from .layout import HistogramLayout, Threshold, build_layout, check_bound_cells, check_threshold
 from .release import HistogramRelease, release_cell_counts, release_histogram
 from .weighted_fits import identifies
@@ -191,13 +191,14 @@ def _fit_columns(
     ends = check_bound_cells(bound_cells, names)
     layout = build_layout(names, bounds, {}, bins, design.n, eps, estimator, ends, threshold)
     hist = release_histogram(frame, layout, eps, threshold, rng)
-    cells, weights = hist.marginal(names, threshold, clip=estimator == "quantreg")
-    X = np.ones((len(cells), design.n_columns))
-    for j in slopes:
-        X[:, j] = cells[design.term_names[j]].to_numpy(dtype=float)
-    y = cells[design.y_name].to_numpy(dtype=float)
-    widths = hist.widths(names, design.y_name)
-    result, mode = fit_cells(estimator, X, y, weights, q, response, widths)
-    hyper = hist.hyperparameters(threshold, names, weights, q, mode)
-    intervals = cell_intervals(hist, estimator, names, threshold, X, y, result, q, widths)
-    return hist, CellFit(result, design.term_names, tuple(names), hyper, intervals)
+
+    def encode(cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        X = np.ones((len(cells), design.n_columns))
+        for j in slopes:
+            X[:, j] = cells[design.term_names[j]].to_numpy(dtype=float)
+        return cells[design.y_name].to_numpy(dtype=float), X
+
+    cell_fit = fit_on_cells(
+        hist, estimator, names, [design.y_name], encode, design.term_names, design.y_name, q, None, response
+    )
+    return hist, cell_fit
