@@ -1,12 +1,14 @@
-"""R CMD check of the R package (r_bridge/): 0 errors, 0 warnings, 0 notes.
+"""The R package (r_bridge/): R CMD check as CRAN runs it, and its testthat suite with Python.
 
 Built with ``R CMD build`` (the vignette is knitted; no Python there, so its chunks
 are shown, not run) and checked with ``R CMD check --no-manual`` (no LaTeX on the
-machines), once with the project's Python (r_bridge/env.sh) and once without any
-Python. With Python, the check's tests step is the one place where the testthat
-suite runs with Python (test-vignette.R runs the vignette's chunks there too);
-without Python every test skips instead of failing, and the vignette is rebuilt
-as CRAN rebuilds it. CRAN's incoming checks are off: CRAN is not reachable from here.
+machines) without any Python, as on CRAN: 0 errors, 0 warnings, 0 notes, every
+test skipping instead of failing and the vignette rebuilt. The testthat suite then
+runs with the project's Python (r_bridge/env.sh) through ``testthat::test_dir`` on
+the package installed in r_bridge/lib (test-vignette.R runs the vignette's chunks
+there). A second R CMD check with Python spent its first two minutes on the same
+installation and static checks again. CRAN's incoming checks are off: CRAN is not
+reachable from here.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import os
 import re
 import shutil
 import subprocess
+import sysconfig
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+PYTHON = ROOT / ".venv" / "bin" / "python"
 pytestmark = pytest.mark.skipif(shutil.which("R") is None, reason="R is not installed")
 
 
@@ -31,54 +35,50 @@ def tarball(tmp_path_factory) -> Path:
     return built
 
 
-def _check(tarball: Path, env: dict[str, str], *options: str) -> str:
-    env = {**env, "_R_CHECK_CRAN_INCOMING_": "false", "_R_CHECK_SYSTEM_CLOCK_": "false"}
-    env.pop("R_LIBS", None)
+def _without_python() -> dict[str, str]:
+    """The environment with no Python for reticulate to find dpstats in (as on CRAN)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RETICULATE_PYTHON", "R_LIBS")}
+    return {**env, "R_PROFILE_USER": os.devnull}
+
+
+@pytest.mark.slow
+def test_r_cmd_check_without_python_is_clean_and_skips_rather_than_fails(tarball: Path) -> None:
+    env = {**_without_python(), "_R_CHECK_CRAN_INCOMING_": "false", "_R_CHECK_SYSTEM_CLOCK_": "false"}
     done = subprocess.run(
-        ["R", "CMD", "check", "--no-manual", *options, tarball.name],
-        cwd=tarball.parent,
-        env=env,
-        capture_output=True,
-        text=True,
+        ["R", "CMD", "check", "--no-manual", tarball.name], cwd=tarball.parent, env=env, capture_output=True, text=True
     )
-    return done.stdout + done.stderr
-
-
-@pytest.mark.slow
-def test_r_cmd_check_is_clean_with_python(tarball: Path) -> None:
-    python = ROOT / ".venv" / "bin" / "python"
-    if not python.exists():
-        pytest.skip("the project's .venv is not set up")
-    env = {**os.environ, "RETICULATE_PYTHON": str(python)}
-    libdir = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_config_var('LIBDIR') or '')"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    env["R_LD_LIBRARY_PATH"] = f"{libdir}:/usr/lib/R/lib:/usr/lib/x86_64-linux-gnu"
-    # --no-vignettes: the tarball's tangled vignette code is its setup chunk alone (R CMD build ran
-    # without Python, so every other chunk is commented out), and the rebuild would evaluate the
-    # chunks with Python, which test-vignette.R does in the tests below. knitr's weaving runs in
-    # R CMD build, and the without-Python check runs both vignette steps, as CRAN does.
-    log = _check(tarball, env, "--no-vignettes")
-    assert "Status: OK" in log, log[-3000:]
-    tests = (tarball.parent / "dpstats.Rcheck" / "tests" / "testthat.Rout").read_text()
-    counts = re.findall(r"\[ FAIL (\d+) \| WARN (\d+) \| SKIP (\d+) \| PASS (\d+) \]", tests)
-    assert counts, tests[-6000:]
-    failed, _, skipped, passed = map(int, counts[-1])
-    assert failed == 0 and passed >= 100, tests[-6000:]
-    assert skipped == 0, tests[-6000:]  # with Python, R's packages and pdflatex set up, nothing skips
-
-
-@pytest.mark.slow
-def test_r_cmd_check_without_python_skips_rather_than_fails(tarball: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "RETICULATE_PYTHON"}
-    env["R_PROFILE_USER"] = os.devnull
-    log = _check(tarball, env)
+    log = done.stdout + done.stderr
     assert "Status: OK" in log, log[-3000:]
     tests = (tarball.parent / "dpstats.Rcheck" / "tests" / "testthat.Rout").read_text()
     assert "FAIL 0" in tests and "no Python with the dpstats package" in tests
+
+
+@pytest.mark.slow
+def test_testthat_suite_passes_with_python() -> None:
+    """r_bridge/tests/testthat with the project's Python: nothing fails, and nothing skips."""
+    if not PYTHON.exists():
+        pytest.skip("the project's .venv is not set up")
+    subprocess.run(["bash", str(ROOT / "r_bridge" / "install.sh")], check=True, capture_output=True)
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    env = {
+        **_without_python(),
+        "RETICULATE_PYTHON": str(PYTHON),
+        "R_LIBS": str(ROOT / "r_bridge" / "lib"),
+        "R_LD_LIBRARY_PATH": f"{libdir}:/usr/lib/R/lib:/usr/lib/x86_64-linux-gnu",
+    }
+    code = (
+        "res <- as.data.frame(testthat::test_dir('r_bridge/tests/testthat', package = 'dpstats', "
+        "load_package = 'installed', reporter = 'check', stop_on_failure = FALSE)); "
+        "cat(sprintf('\\ntestthat: %d passed, %d failed, %d skipped, %d errors\\n', "
+        "sum(res$passed), sum(res$failed), sum(res$skipped), sum(res$error)))"
+    )
+    done = subprocess.run(["Rscript", "-e", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    output = done.stdout + done.stderr
+    summary = re.search(r"testthat: (\d+) passed, (\d+) failed, (\d+) skipped, (\d+) errors", output)
+    assert done.returncode == 0 and summary, output[-6000:]
+    passed, failed, skipped, errors = map(int, summary.groups())
+    assert failed == 0 and errors == 0 and passed >= 100, output[-6000:]
+    assert skipped == 0, output[-6000:]  # with Python, R's packages and pdflatex set up, nothing skips
 
 
 def test_man_and_namespace_are_what_roxygen2_generates(tmp_path: Path) -> None:
