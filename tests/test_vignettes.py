@@ -64,6 +64,7 @@ def test_vignettes_are_numbered_in_order() -> None:
     assert [p.name[:3] for p in VIGNETTES] == [f"{i:02d}_" for i in range(1, len(VIGNETTES) + 1)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", VIGNETTES, ids=lambda p: p.name)
 def test_vignette_runs_and_writes_its_checked_in_outputs(path: Path, tmp_path: Path, capsys) -> None:
     assert blocks(path, "python"), f"{path.name} has no python block"
