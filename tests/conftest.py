@@ -1,5 +1,5 @@
 """Shared fixtures: the public data sets shipped with statsmodels, loaded once per session, a Dask cluster per
-module, and fewer bootstrap replicates where their number cannot matter.
+module, and fewer bootstrap replicates where their number cannot matter; and the order the modules run in.
 
 Tests must not modify them in place (take a ``.copy()`` first).
 """
