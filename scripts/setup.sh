@@ -16,7 +16,7 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 # pip byte-compiles every installed file in one process (two thirds of a fresh install's time here);
-# a fresh venv is compiled once at the end instead, on every core (compile_venv below).
+# a fresh venv is compiled once at the end instead, on every core (the last step below).
 PIP=(.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile)
 "${PIP[@]}" --upgrade pip
 "${PIP[@]}" -e ".[dev]"

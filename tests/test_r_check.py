@@ -18,13 +18,12 @@ import os
 import re
 import shutil
 import subprocess
-import sysconfig
 from pathlib import Path
 
 import pytest
+from vignette_runner import r_environment
 
 ROOT = Path(__file__).resolve().parents[1]
-PYTHON = ROOT / ".venv" / "bin" / "python"
 pytestmark = pytest.mark.skipif(shutil.which("R") is None, reason="R is not installed")
 
 
@@ -57,16 +56,8 @@ def test_r_cmd_check_without_python_is_clean_and_skips_rather_than_fails(tarball
 @pytest.mark.slow
 def test_testthat_suite_passes_with_python() -> None:
     """r_bridge/tests/testthat with the project's Python: nothing fails, and nothing skips."""
-    if not PYTHON.exists():
-        pytest.skip("the project's .venv is not set up")
     subprocess.run(["bash", str(ROOT / "r_bridge" / "install.sh")], check=True, capture_output=True)
-    libdir = sysconfig.get_config_var("LIBDIR") or ""
-    env = {
-        **_without_python(),
-        "RETICULATE_PYTHON": str(PYTHON),
-        "R_LIBS": str(ROOT / "r_bridge" / "lib"),
-        "R_LD_LIBRARY_PATH": f"{libdir}:/usr/lib/R/lib:/usr/lib/x86_64-linux-gnu",
-    }
+    env = r_environment()  # this Python and r_bridge/lib, as r_bridge/env.sh sets them
     code = (
         "res <- as.data.frame(testthat::test_dir('r_bridge/tests/testthat', package = 'dpstats', "
         "load_package = 'installed', reporter = 'check', stop_on_failure = FALSE)); "
