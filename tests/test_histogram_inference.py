@@ -6,7 +6,8 @@ simulation (dpstats/mechanisms/histogram/cell_moments.py); the fast bootstrap
 the bootstrap it replaces, every cell redrawn and refitted; the eps -> infinity
 limits (statsmodels' HC1 for least squares; Powell's kernel sandwich, and
 statsmodels' QuantReg where errors are homoskedastic, for the median);
-seeded coverage; failures as outputs; no budget spent; reproducibility.
+seeded coverage; failures as outputs; no budget spent; reproducibility; the
+note of a least-squares fit on a sparse layout.
 
 False-failure rates (all seeded, so each test is deterministic; the rates are
 those of a fresh seed):
@@ -39,9 +40,11 @@ from dpstats.mechanisms.histogram import cell_fits
 from dpstats.mechanisms.histogram import mechanism as mech
 from dpstats.mechanisms.histogram.cell_moments import CellMoments, CountModel
 from dpstats.mechanisms.histogram.inference import (
+    SPARSE_NOTE,
     CellProblem,
     least_squares_intervals,
     quantile_intervals,
+    sparse_layout_note,
 )
 from dpstats.mechanisms.histogram.layout import thresholded
 from dpstats.mechanisms.histogram.weighted_fits import weighted_least_squares, weighted_quantile_regression_binned
@@ -296,3 +299,22 @@ def test_without_thresholding_the_interval_is_centred_at_the_estimate() -> None:
     )
     departures = res.replicates.to_numpy() - res.params.to_numpy()
     assert np.all(np.abs(departures.mean(axis=0)) <= 4 * departures.std(axis=0) / np.sqrt(len(departures)))
+
+
+def test_a_sparse_layout_says_its_least_squares_intervals_are_too_narrow() -> None:
+    """Fewer expected rows per cell than the cut-off (public: n, cells, cut-off) puts the warning in the note.
+
+    The layouts are those of benchmarks/bench_histogram_inference.py --sparse: at n = 1,000 and eps = 1 the
+    default 9 bins per axis expect 3.6 cut-offs per cell, 25 bins 0.46 (there the intervals covered 0.88).
+    """
+    assert sparse_layout_note(100, 50, 3.0).startswith(" This layout expects 2 rows per cell")
+    assert sparse_layout_note(100, 20, 3.0) == sparse_layout_note(100, 50, 0.0) == ""  # dense; no cut-off
+    design = DESIGNS["symmetric"]
+    data = design.draw(np.random.default_rng(4), 1000)
+    kwargs = dict(eps=1.0, bounds=design.bounds, method="histogram", random_state=3)
+    marker = SPARSE_NOTE.split("{")[0]
+    sparse = dpstats.dp_ols("y ~ x", data, bins=25, **kwargs)
+    assert marker in sparse.se_note and marker in sparse.summary().as_text()
+    assert marker not in dpstats.dp_ols("y ~ x", data, **kwargs).se_note
+    assert marker not in dpstats.dp_quantreg("y ~ x", data, 0.5, bins=25, **kwargs).se_note
+    assert marker not in dpstats.dp_ols("y ~ x", data, bins=25, threshold="nonnegative", **kwargs).se_note

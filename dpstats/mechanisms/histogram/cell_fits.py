@@ -35,7 +35,14 @@ import pandas as pd
 
 from ...privacy import PrivacySpent
 from ..base import Release
-from .inference import SE_NOTE, CellProblem, Intervals, least_squares_intervals, quantile_intervals
+from .inference import (
+    SE_NOTE,
+    CellProblem,
+    Intervals,
+    least_squares_intervals,
+    quantile_intervals,
+    sparse_layout_note,
+)
 from .layout import Threshold
 from .release import HistogramRelease
 from .weighted_fits import (
@@ -146,7 +153,9 @@ def cell_intervals(
     """The standard errors and intervals of a fit on the cells of ``names`` (inference.py).
 
     The weights' moments are taken per cell of the release, at its released
-    weight, and summed over the cells the fit pools, like the weights.
+    weight, and summed over the cells the fit pools, like the weights. A
+    least-squares fit on a sparse layout says in its note that its intervals
+    are too narrow (:func:`~dpstats.mechanisms.histogram.inference.sparse_layout_note`).
     """
     p = X.shape[1]
     if fit.failed:
@@ -166,7 +175,9 @@ def cell_intervals(
         correction=correction,
     )
     if estimator == "ols":
-        return least_squares_intervals(problem, fit.params, hist.postprocessing())
+        intervals = least_squares_intervals(problem, fit.params, hist.postprocessing())
+        note = intervals.note + sparse_layout_note(hist.n, hist.layout.n_cells, hist.cutoff(policy))
+        return dataclasses.replace(intervals, note=note)
     return quantile_intervals(problem, fit.params, q, widths, hist.postprocessing())
 
 
