@@ -11,7 +11,8 @@ failures are printed beside). Printed: the lowest share over the coefficients (t
 order of the fit's terms). The rows ``auto`` are what a user who
 names no method gets; the rows ``histogram+ends`` declare the response's mass at its lower
 bound (``bound_cells=["affairs"]``: most women in fair report no affairs, and QuantReg's
-median line is 0).
+median line is 0); the row ``noisystats+repair`` is NoisyStats with ``singular="repair"``
+(dpstats/mechanisms/noisystats/repair.py), which never fails.
 
 The non-private estimate is not the interval's target (the population coefficient is):
 an interval for it that is right covers the estimate at least as often as the truth
@@ -42,7 +43,13 @@ AUTO_ROWS = [
 DECLARED = {"bound_cells": ["affairs"]}
 """The histogram told what a user of fair knows: most women report no affairs, so the response has a mass at
 its lower bound 0 (dpstats/mechanisms/histogram/layout.py, bound cells); its rows print with "+ends"."""
-DECLARED_ROWS = [("histogram", "ols", "fair", DECLARED), ("histogram", "quantreg", "fair", DECLARED)]
+DECLARED_ROWS = [
+    ("histogram", "ols", "fair", DECLARED),
+    ("histogram", "quantreg", "fair", DECLARED),
+    ("noisystats", "ols", "fair", {"singular": "repair"}),
+]
+SUFFIXES = {"bound_cells": "+ends", "singular": "+repair"}
+"""How a row's label names its options."""
 
 TARGET = 0.95
 
@@ -56,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     data = {"fair": sm.datasets.fair.load_pandas().data, "engel": sm.datasets.engel.load_pandas().data}
     setups = {"fair": (FAIR, FAIR_BOUNDS, FAIR_LEVELS), "engel": (ENGEL, ENGEL_BOUNDS, None)}
     print(f"eps = {args.eps:g}, {args.seeds} seeds: share of seeds whose 95% interval covers the non-private estimate")
-    head = f"{'method':<11} {'estimator':<9} {'data':<6} {'lowest':>7} {'term':<18} {'failed':>6} {'s/fit':>6}"
+    head = f"{'method':<17} {'estimator':<9} {'data':<6} {'lowest':>7} {'term':<18} {'failed':>6} {'s/fit':>6}"
     print(head + "  verdict  fitted by       every term's share")
     for method, estimator, name, options in [*ROWS, *AUTO_ROWS, *DECLARED_ROWS]:
         if args.methods and method not in args.methods:
@@ -87,9 +94,9 @@ def main(argv: list[str] | None = None) -> None:
         share = covered / released if released else np.full(covered.size, np.nan)
         worst = int(np.argmin(share)) if released else 0
         verdict = "no release" if not released else "PASS" if share[worst] >= TARGET else "MISS"
-        label = method + ("+ends" if options.get("bound_cells") else "")
+        label = method + "".join(SUFFIXES[option] for option in options if option in SUFFIXES)
         print(
-            f"{label:<11} {estimator:<9} {name:<6} {share[worst]:>7.2f} {reference.index[worst][:18]:<18} "
+            f"{label:<17} {estimator:<9} {name:<6} {share[worst]:>7.2f} {reference.index[worst][:18]:<18} "
             f"{failed:>6} {seconds:>6.2f}  {verdict}     {','.join(sorted(picked)):<15} "
             f"{' '.join(f'{v:.2f}' for v in share)}",
             flush=True,
