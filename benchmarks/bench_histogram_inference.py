@@ -18,8 +18,12 @@
    the layout's expected rows per cell in units of the cut-off: below 1 the fit's
    note warns that the intervals are too narrow (the sparse layouts of
    dpstats/mechanisms/histogram/inference.py).
+5. ``--binning``: the binning bias of the median on statsmodels' engel data
+   (income declared on 0-5,000): QuantReg's slope on the raw rows, with income
+   moved to its bin's centre and to its bin's mean, and the histogram's fit
+   without noise (eps = 1e9) on the same bins.
 
-    python benchmarks/bench_histogram_inference.py [--reps 15] [--truth] [--sparse]
+    python benchmarks/bench_histogram_inference.py [--reps 15] [--truth] [--sparse] [--binning]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import argparse
 from unittest import mock
 
 import numpy as np
+import statsmodels.api as sm
 import statsmodels.formula.api as smf
 from timing import median_time
 
@@ -137,14 +142,41 @@ def sparse(n: int = 1000, eps: float = 1.0, reps: int = 200) -> None:
         )
 
 
+def binning() -> None:
+    engel = sm.datasets.engel.load_pandas().data
+    bounds = {"income": (0.0, 5000.0), "foodexp": (0.0, 2500.0)}
+    raw = smf.quantreg("foodexp ~ income", engel).fit(q=0.5).params["income"]
+    print(f"\nengel's median, slope on income: QuantReg on the raw rows {raw:.3f}")
+    print(f"{'bins':>5} {'rows in bins 1-3':>17} {'at centres':>11} {'at bin means':>13} {'histogram, eps = 1e9':>21}")
+    for bins in (8, 16, 32):
+        width = 5000.0 / bins
+        index = np.floor(engel["income"] / width)
+        centres = engel.assign(income=(index + 0.5) * width)
+        means = engel.assign(income=engel.groupby(index)["income"].transform("mean"))
+        slopes = [smf.quantreg("foodexp ~ income", d).fit(q=0.5).params["income"] for d in (centres, means)]
+        fit = dpstats.dp_quantreg(
+            "foodexp ~ income", engel, 0.5, eps=1e9, bounds=bounds, method="histogram", bins=bins, random_state=0
+        )
+        counts = np.bincount(index.astype(int), minlength=bins)[:3]
+        print(
+            f"{bins:>5} {' '.join(map(str, counts)):>17} {slopes[0]:>11.3f} {slopes[1]:>13.3f} "
+            f"{fit.params['income']:>21.3f}",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--truth", action="store_true")
     parser.add_argument("--sparse", action="store_true", help="only the sparse-layout coverage (section 4)")
+    parser.add_argument("--binning", action="store_true", help="only engel's binning bias (section 5)")
     args = parser.parse_args()
-    if args.sparse:
-        sparse()
+    if args.sparse or args.binning:
+        if args.sparse:
+            sparse()
+        if args.binning:
+            binning()
         return
     timing(args.reps)
     limits()

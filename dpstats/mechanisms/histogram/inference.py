@@ -61,8 +61,10 @@ declared bounds are wide next to the data it is not: on statsmodels' engel
 data (235 rows, median, eps = 1: 8 bins over the declared income range 0-5,000
 hold 54 and 135 rows in the first two) QuantReg on the rows with income at its
 bin's centre has slope 0.395 against 0.560 on the raw rows (0.537 with income
-at its bin's mean), and the intervals covered QuantReg's estimate in 0.47 of
-100 seeds (benchmarks/bench_real_coverage.py, ``auto`` on engel's median).
+at its bin's mean; the histogram without noise 0.385:
+benchmarks/bench_histogram_inference.py --binning), and the intervals covered
+QuantReg's estimate in 0.47 of 100 seeds (benchmarks/bench_real_coverage.py,
+``auto`` on engel's median).
 
 **Sparse layouts** (least squares). The bootstrap world takes the released,
 thresholded counts as the truth. Where the layout expects fewer rows per cell
