@@ -70,7 +70,9 @@ dpstats/planning/candidates.py, so that the others keep their indices); a
 categorical cell's is SeedSequence([SEED, 1, c, L, n, e]) for the candidate's
 position c in that list and the index e of eps in the grid, so that neither a
 new candidate nor a new L moves another cell's seed. Either way a partial run
-writes the cells a full run would.
+writes the cells a full run would, and it writes the table after every cell,
+so a run that is stopped keeps the cells it finished (a full run writes once,
+at the end).
 """
 
 from __future__ import annotations
@@ -264,6 +266,13 @@ def merged(kept: list[dict], fresh: list[dict]) -> list[dict]:
     return [by_key.get(_key(c), c) for c in kept] + [c for c in fresh if _key(c) not in old]
 
 
+def write_merged(fresh: list[dict]) -> None:
+    """Replace (or add) the ``fresh`` cells in the table on disk, keeping its other cells and its datasets."""
+    old = json.loads(TABLE.read_text())
+    table = {"seed": SEED, "datasets": old["datasets"], "cells": merged(old["cells"], fresh)}
+    TABLE.write_text(json.dumps(table, indent=1) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=24)
@@ -284,11 +293,14 @@ def main() -> None:
     if args.failing:
         failing = {_key(c) for c in json.loads(TABLE.read_text())["cells"] if not c["refused"] and _failed(c)}
         tasks = [task for task in tasks if (task[0].label, task[1], task[2], task[3], task[4]) in failing]
+    partial = bool(args.only or args.family or args.levels or args.failing) and not args.quick
     start = time.perf_counter()
     cells = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for cell in pool.map(run_cell, tasks):
             cells.append(cell)
+            if partial:
+                write_merged(cells)
             shape = f"L={cell['levels']:<3}" if "levels" in cell else f"d={cell['d']:<3}"
             label = f"{cell['candidate']:<21} n={cell['n']:<6} eps={cell['eps']:<5g} {shape}"
             if cell["refused"]:
@@ -300,11 +312,10 @@ def main() -> None:
     if args.quick:
         print(f"quick run: {len(cells)} cells in {time.perf_counter() - start:.0f} s (table not written)")
         return
-    datasets = args.datasets
-    if args.only or args.family or args.levels or args.failing:
-        old = json.loads(TABLE.read_text())
-        cells, datasets = merged(old["cells"], cells), old["datasets"]
-    TABLE.write_text(json.dumps({"seed": SEED, "datasets": datasets, "cells": cells}, indent=1) + "\n")
+    if partial:
+        print(f"{len(cells)} cells in {time.perf_counter() - start:.0f} s, replaced in {TABLE}")
+        return
+    TABLE.write_text(json.dumps({"seed": SEED, "datasets": args.datasets, "cells": cells}, indent=1) + "\n")
     print(f"{len(cells)} cells in {time.perf_counter() - start:.0f} s -> {TABLE}")
 
 
