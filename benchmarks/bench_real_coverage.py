@@ -43,11 +43,12 @@ AUTO_ROWS = [
 DECLARED = {"bound_cells": ["affairs"]}
 """The histogram told what a user of fair knows: most women report no affairs, so the response has a mass at
 its lower bound 0 (dpstats/mechanisms/histogram/layout.py, bound cells); its rows print with "+ends"."""
-DECLARED_ROWS = [
+OPTION_ROWS = [
     ("histogram", "ols", "fair", DECLARED),
     ("histogram", "quantreg", "fair", DECLARED),
     ("noisystats", "ols", "fair", {"singular": "repair"}),
 ]
+"""Rows with options beyond bench_limits.py's: the declared bound cells, and NoisyStats' repair."""
 SUFFIXES = {"bound_cells": "+ends", "singular": "+repair"}
 """How a row's label names its options."""
 
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"eps = {args.eps:g}, {args.seeds} seeds: share of seeds whose 95% interval covers the non-private estimate")
     head = f"{'method':<17} {'estimator':<9} {'data':<6} {'lowest':>7} {'term':<18} {'failed':>6} {'s/fit':>6}"
     print(head + "  verdict  fitted by       every term's share")
-    for method, estimator, name, options in [*ROWS, *AUTO_ROWS, *DECLARED_ROWS]:
+    for method, estimator, name, options in [*ROWS, *AUTO_ROWS, *OPTION_ROWS]:
         if args.methods and method not in args.methods:
             continue
         formula, bounds, levels = setups[name]
