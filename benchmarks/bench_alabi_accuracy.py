@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpstats.design import Design
+from dpstats.design.matrix import Design
 from dpstats.mechanisms import REGISTRY, PrivacyRequest, Release
 from dpstats.mechanisms.gradient import mechanism as gradient
 from dpstats.mechanisms.noisystats import mechanism as noisystats

@@ -64,8 +64,8 @@ import numpy as np
 import pandas as pd
 from bench_theilsen_vs_opendp import opendp_methods
 
-from dpstats.design import Design
-from dpstats.formula import build_design
+from dpstats.design.matrix import Design
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import REGISTRY, PrivacyRequest
 from dpstats.planning.candidates import CANDIDATES, label_of
 from dpstats.planning.facts import PublicFacts

@@ -1,6 +1,6 @@
 """Coverage and width of the 95% intervals of every mechanism, by simulation (the inference issue's table).
 
-For each (method, estimator) and each design of dpstats/coverage.py that it fits
+For each (method, estimator) and each design of dpstats/uncertainty/coverage.py that it fits
 (symmetric errors; heteroskedastic errors with a skewed regressor; a categorical
 term), at n in {1,000, 10,000} and eps in {1, 5}: the coverage of the true
 coefficient by 95% intervals (target [0.93, 0.975]), the median width over the
@@ -31,7 +31,7 @@ from scipy import stats
 from tqdm import tqdm
 
 import dpstats
-from dpstats.coverage import DESIGNS, SimulationDesign, coverage_cell
+from dpstats.uncertainty.coverage import DESIGNS, SimulationDesign, coverage_cell
 
 TARGET_COVERAGE = (0.93, 0.975)
 TARGET_WIDTH = 1.5

@@ -5,7 +5,7 @@ Each partition is generated on a worker from its own seed (``dd.from_map``):
 columns (2.4 GB at 10^8 rows). ``dp_ols("y ~ x + z", ..., method="noisystats")``
 at eps = 1 with the default standard errors reads the data three times (the
 row count, the unit-scale moments, the residual meat at the released
-estimate: dpstats/distributed.py); only the partitions' sums reach the client.
+estimate: dpstats/distributed/dask_design.py); only the partitions' sums reach the client.
 
 Printed: the wall time of the fit, the client's peak memory in two measures
 (``tracemalloc``: the peak of Python and numpy allocations traced during the
@@ -15,7 +15,7 @@ truth, and for scale the data's size in memory.
 
 With ``--groups G`` each row also gets a key ``g ~ U{0, ..., G - 1}`` and the
 fit is grouped (``by="g"``, noisy group sizes, ``se_share=0``: the
-NoisyStats batch of dpstats/grouped_distributed.py, two passes over the
+NoisyStats batch of dpstats/distributed/by_group.py, two passes over the
 data); printed instead of the estimates: the median over the groups of each
 term's absolute error and the share of failed groups.
 

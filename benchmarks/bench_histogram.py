@@ -12,7 +12,7 @@ regardless):
    enhanced thresholding (THLD: A = 1/2, the default), both computed from the
    same release each repetition (post-processing), next to the paper's
    figures. Two more columns from the same releases: THLD with Sheppard's
-   correction for the binned size (``sheppard=["size"]``, dpstats/histogram.py),
+   correction for the binned size (``sheppard=["size"]``, dpstats/api/histogram_release.py),
    and the same at dpstats' default K instead of 10 (a separate release).
    The last row gives the binning bias alone (eps = 1e9). Target at alpha =
    1: every coefficient within 5%, most (at least 5 of 8) within 2%.
@@ -49,7 +49,7 @@ bounds: price (1e5, 9e5), size (0, 3000) as the paper's filters; year
 centre, entering the regression linearly as in the paper's single Year
 coefficient.
 
-On the choice of K (the rule in dpstats/histogram.py). A scan of K at alpha =
+On the choice of K (the rule in dpstats/api/histogram_release.py). A scan of K at alpha =
 1 and 0.1 on this design and on two smaller ones (n = 3,000 and 30,000, three
 continuous columns and 3 levels) found the error of the thresholded OLS
 smallest where the average count per cell is 2-4 times the expected maximal

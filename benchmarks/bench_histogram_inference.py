@@ -2,7 +2,7 @@
 
 1. Time (target: intervals add at most 3x the point fit's time at n = 10^4): the
    median wall time of ``dp_ols`` / ``dp_quantreg(method="histogram")`` on the
-   designs of dpstats/coverage.py, with the intervals and with them switched off
+   designs of dpstats/uncertainty/coverage.py, with the intervals and with them switched off
    (``cell_intervals`` replaced by a stub: the point fit alone). The machine's
    BLAS threads compete with other processes on a shared machine; run with
    ``OPENBLAS_NUM_THREADS=1`` for stable figures.
@@ -37,9 +37,9 @@ import statsmodels.formula.api as smf
 from timing import median_time
 
 import dpstats
-from dpstats.coverage import DESIGNS, coverage_cell
 from dpstats.mechanisms.histogram import cell_fits
 from dpstats.mechanisms.histogram.inference import SPARSE_NOTE, Intervals
+from dpstats.uncertainty.coverage import DESIGNS, coverage_cell
 
 
 def _no_intervals(hist, estimator, names, policy, X, *args, **kwargs) -> Intervals:

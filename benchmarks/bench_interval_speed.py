@@ -1,6 +1,6 @@
 """What the standard errors and intervals add to a fit's time, per mechanism, at n = 10^4 (target: at most 3x).
 
-Each method fits the symmetric design of dpstats/coverage.py (one regressor) and,
+Each method fits the symmetric design of dpstats/uncertainty/coverage.py (one regressor) and,
 where it fits several, the categorical one, at eps = 1: the median wall time of
 ``--reps`` calls with ``se_share=0`` (the point alone; mechanisms whose standard
 errors are free post-processing still compute them, and are marked) and with the
@@ -18,7 +18,7 @@ from bench_coverage import METHODS, Method
 from timing import median_time
 
 import dpstats
-from dpstats.coverage import DESIGNS
+from dpstats.uncertainty.coverage import DESIGNS
 
 FREE = {"histogram"}
 """Mechanisms whose standard errors cost no budget: se_share=0 still computes them."""

@@ -74,7 +74,7 @@ import statsmodels.api as sm
 
 import dpstats
 from dpstats.audit.neighbours import design_from_arrays
-from dpstats.design import Design
+from dpstats.design.matrix import Design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.kng import mechanism as kng
 

@@ -5,7 +5,7 @@ Run with ``python benchmarks/bench_noisystats_repair.py [--datasets 8] [--trials
 Cells, data and metric are benchmarks/bench_auto.py's (same seeds): its d = 3 and d = 10
 cells and its Alabi grid (d = 1); C(68)/sigma of p25 against OLS on the same data, a failure
 counting as an infinite error; all of eps on the point (``se_share=0``). Each trial runs the
-paper's NoisyStats once and records its releases (dpstats/noise.py, ``recording``); every
+paper's NoisyStats once and records its releases (dpstats/privacy/noise.py, ``recording``); every
 variant post-processes the same released S_xx and S_xy and then releases the intercept with
 the same standard Laplace draw at its own sensitivity (1 + |b|_1)/n, so the variants differ
 only in the repair (lambda: a quantile of the spectral norm of the release's noise,
@@ -29,10 +29,10 @@ import math
 import numpy as np
 from bench_auto import SEED, data_set, grid, ols_target, target
 
-from dpstats import noise
-from dpstats.formula import build_design
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.noisystats import mechanism, repair
+from dpstats.privacy import noise
 
 VARIANTS = ("fail", "floor", "floor (median)", "floor if failing", "ridge")
 

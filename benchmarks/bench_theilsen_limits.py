@@ -25,7 +25,7 @@ import numpy as np
 import statsmodels.api as sm
 
 import dpstats
-from dpstats.coverage import DESIGNS
+from dpstats.uncertainty.coverage import DESIGNS
 
 TERMS = ("Intercept", "x")
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from bench_alabi_accuracy import EPSILONS, NS, SD_E, VAR_X, ols_p25
 
-from dpstats.design import Design
+from dpstats.design.matrix import Design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.theilsen import grid_median
 from dpstats.mechanisms.theilsen import mechanism as theilsen

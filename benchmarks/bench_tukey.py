@@ -29,7 +29,7 @@ import statsmodels.datasets as sd
 import statsmodels.formula.api as smf
 
 import dpstats
-from dpstats.design import Design
+from dpstats.design.matrix import Design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.tukey import default_m as tukey_m
 from dpstats.mechanisms.tukey import depth as td

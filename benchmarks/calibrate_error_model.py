@@ -16,7 +16,7 @@ bounds are [0, 1]), two families:
   continuous family in the same five scenarios, g uniform over the levels and
   ``y = 0.2 + 0.5 x + a_g + N(0, sd_e^2)``, clipped to [0, 1], with level effects
   a_g uniform(-0.1, 0.1) drawn per data set (benchmarks/bench_auto.py's categorical
-  cells). Built by the formula front end (dpstats/formula.py), so that the one-hot
+  cells). Built by the formula front end (dpstats/frontend/formula.py), so that the one-hot
   block and the histogram's variables are set as in a user's call. The slope of
   interest is x's; the dummies are controls.
 
@@ -89,8 +89,8 @@ import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 
-from dpstats.design import Design
-from dpstats.formula import build_design
+from dpstats.design.matrix import Design
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import REGISTRY, PrivacyRequest
 from dpstats.planning.candidates import CANDIDATES, Candidate
 from dpstats.planning.facts import PublicFacts

@@ -12,24 +12,28 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .former_modules import install
+
+install()  # results pickled by dpstats 0.1 name modules of its flat layout
+
 __version__ = "0.1.0"
 
 _LAZY = {
-    "dp_ols": "dpstats.api",
-    "dp_quantreg": "dpstats.api",
-    "DPQuantileFits": "dpstats.quantile_fits",
-    "noisy_histogram": "dpstats.histogram",
-    "inspect": "dpstats.curator",
+    "dp_ols": "dpstats.api.estimators",
+    "dp_quantreg": "dpstats.api.estimators",
+    "DPQuantileFits": "dpstats.results.quantile_fits",
+    "noisy_histogram": "dpstats.api.histogram_release",
+    "inspect": "dpstats.frontend.curator",
     "compare_methods": "dpstats.planning.comparison",
-    "table": "dpstats.tables",
-    "coefplot": "dpstats.plots",
-    "tradeoff_plot": "dpstats.plots",
-    "DPRegressionResults": "dpstats.results",
-    "FTest": "dpstats.results",
-    "Summary": "dpstats.render",
-    "PrivacySpent": "dpstats.privacy",
-    "PrivacyBudget": "dpstats.budget",
-    "BudgetExceeded": "dpstats.budget",
+    "table": "dpstats.report.tables",
+    "coefplot": "dpstats.report.plots",
+    "tradeoff_plot": "dpstats.report.plots",
+    "DPRegressionResults": "dpstats.results.regression",
+    "FTest": "dpstats.results.regression",
+    "Summary": "dpstats.output.render",
+    "PrivacySpent": "dpstats.privacy.accounting",
+    "PrivacyBudget": "dpstats.privacy.budget",
+    "BudgetExceeded": "dpstats.privacy.budget",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -11,7 +11,7 @@ Usage::
     dpstats demo [--eps 1] [--seed N] [--format text|latex|markdown|json]
 
 ``--budget FILE`` charges the fit to the privacy budget saved in FILE
-(dpstats/budget.py): the fit is refused before the CSV is read if it could
+(dpstats/privacy/budget.py): the fit is refused before the CSV is read if it could
 overspend it, and FILE is saved with the fit in its ledger before the summary
 is printed. ``dpstats budget`` creates such a file or shows its account and ledger.
 
@@ -32,13 +32,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .render import FORMATS
+from .output.render import FORMATS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .budget import PrivacyBudget
-    from .results import DPRegressionResults
+    from .privacy.budget import PrivacyBudget
+    from .results.regression import DPRegressionResults
 
 EXIT_USAGE = 2
 
@@ -196,7 +196,7 @@ def _fit(formula: str, data: pd.DataFrame, kwargs: Mapping[str, Any]) -> DPRegre
     The call sits in its own small frame because patsy looks up names that are
     not columns in the caller's namespace.
     """
-    from .api import dp_ols
+    from .api.estimators import dp_ols
 
     try:
         return dp_ols(formula, data, **kwargs)
@@ -206,7 +206,7 @@ def _fit(formula: str, data: pd.DataFrame, kwargs: Mapping[str, Any]) -> DPRegre
 
 def _load_budget(path: str) -> PrivacyBudget:
     """The budget saved at ``path`` (``dpstats budget FILE --eps ...`` creates one)."""
-    from .budget import PrivacyBudget
+    from .privacy.budget import PrivacyBudget
 
     try:
         return PrivacyBudget.load(path)
@@ -218,7 +218,7 @@ def _load_budget(path: str) -> PrivacyBudget:
 
 def _check_budget_first(budget: PrivacyBudget, args: argparse.Namespace, options: Mapping[str, object]) -> None:
     """Refuse a fit that could overspend the budget before the CSV is read."""
-    from .api import planned_spend
+    from .api.estimators import planned_spend
 
     try:
         budget.check(planned_spend("ols", eps=args.eps, delta=args.delta, rho=args.rho, method=args.method, **options))
@@ -257,7 +257,7 @@ def run_ols(args: argparse.Namespace) -> str:
             budget.save(args.budget)
         except OSError as exc:
             raise CLIError(f"--budget: could not save {args.budget!r} ({exc.strerror}); the fit is not shown") from None
-    from .render import render
+    from .output.render import render
 
     return render(res, args.format)
 
@@ -266,7 +266,7 @@ def run_budget(args: argparse.Namespace) -> str:
     """The ``budget`` command: create FILE (with --eps or --rho), or show its account and ledger."""
     from pathlib import Path
 
-    from .budget import PrivacyBudget
+    from .privacy.budget import PrivacyBudget
 
     if args.eps is None and args.rho is None:
         if args.delta is not None or args.accounting is not None:
@@ -294,7 +294,7 @@ def run_demo_command(args: argparse.Namespace) -> str:
     if args.seed is not None and args.seed < 0:
         raise CLIError("--seed must be a non-negative integer")
     from .demo import run_demo
-    from .privacy import check_eps
+    from .privacy.accounting import check_eps
 
     try:
         check_eps(args.eps)
@@ -358,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--missing",
         choices=("impute", "raise"),
         default="impute",
-        help="bad cells: impute row-wise (default; see dpstats/cells.py) or raise (for the data curator only)",
+        help="bad cells: impute row-wise (default; see dpstats/frontend/cells.py) or raise (for the data curator only)",
     )
     ols.add_argument(
         "--budget",

@@ -56,7 +56,7 @@ def _header(title: str, fmt: str) -> str:
 
 def _table(frame: pd.DataFrame, fmt: str) -> str:
     if fmt == "latex":
-        from .render import latex_escape
+        from .output.render import latex_escape
 
         lines = [r"\begin{tabular}{lrr}", r"\toprule", r" & coef & std err \\", r"\midrule"]
         lines += [f"{latex_escape(str(t))} & {r['coef']:.4f} & {r['std err']:.4f} \\\\" for t, r in frame.iterrows()]
@@ -79,8 +79,8 @@ def run_demo(eps: float = 1.0, seed: int | None = None, fmt: str = "text") -> st
     ``eps`` is the privacy budget, ``seed`` the noise seed (None: fresh OS
     randomness) and ``fmt`` one of ``text``, ``latex``, ``markdown``, ``json``.
     """
-    from .api import dp_ols
-    from .render import FORMATS, dumps, render
+    from .api.estimators import dp_ols
+    from .output.render import FORMATS, dumps, render
 
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}")

@@ -67,7 +67,7 @@ FEW_REPLICATES = 100
 
 The replicates are post-processing of the releases, drawn by the same
 vectorised code whatever their number (at least ``MIN_REPLICATES``,
-dpstats/uncertainty.py, so the intervals are computed as usual). Properties
+dpstats/uncertainty/intervals.py, so the intervals are computed as usual). Properties
 that do not depend on it -- the same outcome on neighbours, a replay's
 sensitivities and its check that D and D' give the same output once the
 noisy releases are forced -- are tested with fewer: at 1,000 they took half

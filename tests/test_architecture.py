@@ -1,14 +1,18 @@
-"""Imports flow one way (docs/ARCHITECTURE.md): an AST walk over every module of the package.
+"""The layout and its one-way imports (docs/ARCHITECTURE.md): an AST walk over every module of the package.
 
-Each module has a layer; a module may import only from its own layer or
-below, the module graph has no cycle, a mechanism never imports the front
-end, the results or the rendering, and a mechanism family imports no other
-family (only its own modules, mechanisms/base.py and the core).
+Each room (a subpackage, or one of the few modules directly under dpstats/) has a
+layer; a module may import only from its own layer or below, neither the module
+graph nor the graph of rooms has a cycle, a mechanism never imports the front end,
+the results or the output, and a mechanism family imports no other family (only its
+own modules, mechanisms/base.py, mechanisms/quantiles.py and the core). The top floor
+holds at most 12 modules and no module shares its name with a subpackage.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,47 +22,30 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dpstats"
 LAYERS: dict[str, int] = {
     # 0: the core every layer may use
     "privacy": 0,
-    "budget": 0,
-    "noise": 0,
-    "intervals": 0,
     "design": 0,
-    "quantiles": 0,
     "uncertainty": 0,
-    "sandwich": 0,
-    "moments": 0,
+    "former_modules": 0,
     # 1: the mechanisms (a Design, a PrivacyRequest and a generator in, a Release out)
     "mechanisms": 1,
-    # 2: the formula adapter (formula + data -> Design) and the presentation of released values
-    "metadata": 2,
-    "cells": 2,
-    "formula_grammar": 2,
-    "formula": 2,
-    "render": 2,
+    # 2: the front end (formula + data -> Design) and the output formats of released values
+    "frontend": 2,
+    "output": 2,
     # 3: results, made from a release
     "results": 3,
-    "quantile_fits": 3,
-    "tables": 3,
-    "maketables_plugin": 3,
-    "grouped_results": 3,
-    # 4: the public entry points
+    # 4: the entry points that read data, and the planning of a call
     "api": 4,
-    "histogram": 4,
-    "curator": 4,
     "planning": 4,
-    "grouping": 4,
-    "grouped_fit": 4,
+    "groups": 4,
     "distributed": 4,
-    "grouped_distributed": 4,
-    # 5: programs and harnesses on top
+    # 5: programs, reports and harnesses on top
+    "report": 5,
     "demo": 5,
-    "coverage": 5,
     "cli": 5,
     "__main__": 5,
     "r_interop": 5,
     "audit": 5,
-    "plots": 5,
 }
-FORBIDDEN_FOR_MECHANISMS = {"formula", "formula_grammar", "cells", "metadata", "results", "quantile_fits", "render"}
+FORBIDDEN_FOR_MECHANISMS = {"frontend", "output", "results", "report"}
 
 
 def _module_name(path: Path) -> str:
@@ -152,17 +139,54 @@ def test_the_module_graph_has_no_cycle() -> None:
             visit(module)
 
 
+def test_the_rooms_import_one_way() -> None:
+    """No two rooms import each other, directly or round a longer loop (a module-level cycle could hide one)."""
+    rooms = {_top(m) for m in MODULES if _top(m)}
+    graph = {
+        r: {_top(t) for m, ts in MODULES.items() if _top(m) == r for t in ts if _known(t) and _top(t)} - {r}
+        for r in rooms
+    }
+    order: list[str] = []
+    remaining = {r: set(targets) for r, targets in graph.items()}
+    while remaining:
+        leaves = sorted(r for r, targets in remaining.items() if not targets & remaining.keys())
+        assert leaves, f"rooms that import each other: {sorted(remaining)}"
+        order += leaves
+        for leaf in leaves:
+            del remaining[leaf]
+    assert len(order) == len(rooms)
+
+
+def test_the_top_floor_holds_at_most_twelve_modules() -> None:
+    modules = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(modules) <= 12, modules
+
+
+def test_no_module_shares_its_name_with_a_subpackage() -> None:
+    packages = {p.parent.name for p in PACKAGE.rglob("__init__.py")}
+    modules = {p.stem for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    assert not packages & modules, sorted(packages & modules)
+
+
+def test_import_dpstats_loads_no_submodule_and_no_numerics() -> None:
+    """In a fresh interpreter ``import dpstats`` stays lazy: only the former-module finder loads
+    (benchmarks/bench_import.py times it)."""
+    code = (
+        "import sys, dpstats; "
+        "print(sorted(m for m in sys.modules if m.startswith(('dpstats.', 'numpy', 'pandas', 'scipy', 'patsy'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['dpstats.former_modules']"
+
+
 def test_the_walk_sees_relative_imports() -> None:
     """The walk itself: a known edge must be found, so the tests above could fail."""
-    assert "dpstats.formula" in MODULES["dpstats.api"]
-    assert "dpstats.mechanisms.base" in MODULES["dpstats.results"]
+    assert "dpstats.frontend.formula" in MODULES["dpstats.api.estimators"]
+    assert "dpstats.mechanisms.base" in MODULES["dpstats.results.regression"]
 
 
 def test_the_registry_imports_a_family_only_when_it_is_used() -> None:
     """In a fresh interpreter: asking for NoisyStats loads no other family (KNG's sampler, Tukey, ...)."""
-    import subprocess
-    import sys
-
     code = (
         "import sys; from dpstats.mechanisms import REGISTRY, get_mechanism; "
         "assert 'noisystats' in REGISTRY and len(REGISTRY) == 6; get_mechanism('noisystats', 'ols'); "

@@ -22,7 +22,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpstats import noise
 from dpstats.audit import (
     Forcing,
     GrayBoxSamples,
@@ -41,8 +40,9 @@ from dpstats.audit import (
 from dpstats.mechanisms.base import PrivacyRequest, Release
 from dpstats.mechanisms.noisystats import mechanism as noisystats
 from dpstats.mechanisms.noisystats.repair import SINGULAR
-from dpstats.noise import laplace_mechanism
-from dpstats.privacy import PrivacySpent
+from dpstats.privacy import noise
+from dpstats.privacy.accounting import PrivacySpent
+from dpstats.privacy.noise import laplace_mechanism
 
 FIT = noisystats.fit
 PRIVACY = PrivacyRequest(eps=3.75)  # the point's three releases get 3.75 * 0.8 / 3 = 1 each

@@ -14,7 +14,7 @@ import pytest
 from statsmodels.datasets import engel
 
 import dpstats
-from dpstats.budget import BudgetExceeded, PrivacyBudget, requested_spend
+from dpstats.privacy.budget import BudgetExceeded, PrivacyBudget, requested_spend
 
 FORMULA = "foodexp ~ income"
 BOUNDS = {"income": (0, 5000), "foodexp": (0, 2500)}

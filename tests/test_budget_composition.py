@@ -1,4 +1,5 @@
-"""The composition rules of dpstats.PrivacyBudget (dpstats/budget.py), on spends alone and against exact profiles.
+"""The composition rules of dpstats.PrivacyBudget (dpstats/privacy/budget.py), on spends alone and
+against exact profiles.
 
 Deterministic (no random draws): no false failures.
 """
@@ -14,8 +15,8 @@ from scipy import integrate
 from statsmodels.datasets import engel
 
 import dpstats
-from dpstats.budget import BudgetExceeded, PrivacyBudget, implied_eps
-from dpstats.privacy import PrivacySpent, gaussian_delta, zcdp_to_approx_eps
+from dpstats.privacy.accounting import PrivacySpent, gaussian_delta, zcdp_to_approx_eps
+from dpstats.privacy.budget import BudgetExceeded, PrivacyBudget, implied_eps
 
 FORMULA = "foodexp ~ income"
 BOUNDS = {"income": (0, 5000), "foodexp": (0, 2500)}
@@ -102,7 +103,7 @@ def test_the_eps_delta_target_is_checked_through_the_conversion() -> None:
     delta = 1e-6
     budget = PrivacyBudget(eps=1.0, delta=delta, accounting="zcdp")
     # the largest rho whose conversion is eps = 1: no more
-    rho_max = dpstats.privacy.approx_to_zcdp_rho(1.0, delta)
+    rho_max = dpstats.privacy.accounting.approx_to_zcdp_rho(1.0, delta)
     assert budget.remaining["rho"] == pytest.approx(rho_max, rel=1e-9)
     spend(budget, zcdp(rho_max / 2), zcdp(rho_max / 2))
     assert budget.spent["eps"] == pytest.approx(zcdp_to_approx_eps(rho_max, delta), rel=1e-12)

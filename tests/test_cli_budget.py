@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dpstats.budget import PrivacyBudget
 from dpstats.cli import main
+from dpstats.privacy.budget import PrivacyBudget
 
 ENGEL_BOUNDS = ["--bounds", "income=0:5000", "--bounds", "foodexp=0:2500"]
 

@@ -12,7 +12,7 @@ import pytest
 
 import dpstats
 from dpstats.cli import main
-from dpstats.formula_grammar import FormulaRefused
+from dpstats.frontend.grammar import FormulaRefused
 
 CROSS_ROW = [
     "I(x - x.mean())",

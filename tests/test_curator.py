@@ -1,4 +1,6 @@
-"""dpstats.inspect: the curator's NOT PRIVATE report of what a DP call would treat row-wise (dpstats/curator.py)."""
+"""dpstats.inspect: the curator's NOT PRIVATE report of what a DP call would treat row-wise
+(dpstats/frontend/curator.py).
+"""
 
 import numpy as np
 import pandas as pd

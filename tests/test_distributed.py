@@ -1,4 +1,5 @@
-"""Fits on a Dask DataFrame (dpstats/distributed.py) give the pandas release, and refuse what needs all rows.
+"""Fits on a Dask DataFrame (dpstats/distributed/dask_design.py) give the pandas release, and refuse
+what needs all rows.
 
 What is tested: for every mechanism that runs on Dask, the same
 ``random_state`` gives the same estimates and standard errors on statsmodels'
@@ -8,9 +9,9 @@ Dask's threaded scheduler and, for one case per kind of partition statistic,
 on a ``distributed.LocalCluster`` with two worker processes (the task stream
 shows that the partitions' statistics ran there), with an empty partition
 among the others and bad cells that the
-row-wise imputation (dpstats/cells.py) treats in each partition as in the whole;
+row-wise imputation (dpstats/frontend/cells.py) treats in each partition as in the whole;
 and every noisy value is the same statistic with the same sensitivity and
-budget (dpstats/noise.py's record). The mechanisms that need
+budget (dpstats/privacy/noise.py's record). The mechanisms that need
 every row in one place, and ``method="auto"``, are refused with the
 alternatives named before any partition is computed (the data's partitions
 raise if they are). Every test is deterministic: no false failures.
@@ -24,7 +25,7 @@ import pandas as pd
 import pytest
 
 import dpstats
-from dpstats import noise
+from dpstats.privacy import noise
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -80,7 +81,7 @@ def _same(res_pandas, res_dask) -> None:
 
 @pytest.fixture(scope="module")
 def on_pandas(dirty):
-    """A case's pandas fit and its noisy values (dpstats/noise.py's record), each computed once per process."""
+    """A case's pandas fit and its noisy values (dpstats/privacy/noise.py's record), each computed once per process."""
     fits = {}
 
     def fit(kind: str, method: str, formula: str):

@@ -1,11 +1,11 @@
-"""Grouped fits on a Dask DataFrame (dpstats/grouped_distributed.py) give the pandas release, and refuse the rest.
+"""Grouped fits on a Dask DataFrame (dpstats/distributed/by_group.py) give the pandas release, and refuse the rest.
 
 What is tested, on statsmodels' fair data (6,366 rows) grouped by occupation:
 the same ``random_state`` gives the same group sizes, the same params and
 standard errors (up to floating-point summation order: sums are merged over
 the partitions, ``rtol=1e-7`` as in tests/test_distributed.py) and the same
 noisy values with the same calibration, in the same order
-(dpstats/noise.py's record: the runs that only learn which sums a fit reads
+(dpstats/privacy/noise.py's record: the runs that only learn which sums a fit reads
 record nothing) as the pandas grouped call, for the NoisyStats batch
 (``se_share=0``) and for the mechanisms run group by group (NoisyStats with
 standard errors or a factor, the histogram for least squares and quantile
@@ -29,8 +29,8 @@ import pandas as pd
 import pytest
 
 import dpstats
-from dpstats import noise
-from dpstats.grouping import chunk_codes, layout
+from dpstats.groups.partition import chunk_codes, layout
+from dpstats.privacy import noise
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")

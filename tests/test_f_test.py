@@ -1,4 +1,4 @@
-"""The joint F test of a release (``DPRegressionResults.f_test``, dpstats/uncertainty.py ``wald_test``).
+"""The joint F test of a release (``DPRegressionResults.f_test``, dpstats/uncertainty/intervals.py ``wald_test``).
 
 What is tested: at eps = 1e9 the statistic is statsmodels' HC1 Wald statistic
 (up to the bootstrap's Monte Carlo error in the covariance); under a true null

@@ -1,4 +1,4 @@
-"""The formula front end: derived column bounds, clipping, refusals (dpstats/formula.py)."""
+"""The formula front end: derived column bounds, clipping, refusals (dpstats/frontend/formula.py)."""
 
 import warnings
 from functools import partial
@@ -9,7 +9,7 @@ import patsy
 import pytest
 
 import dpstats
-from dpstats.formula import build_design
+from dpstats.frontend.formula import build_design
 
 # The mechanism under test, whatever method="auto" picks in later versions.
 dp_ols = partial(dpstats.dp_ols, method="noisystats")

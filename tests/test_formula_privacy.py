@@ -2,8 +2,8 @@
 
 Neighbouring data frames differ in their last row, which moves between box
 corners, declared levels and bad cells (NaN, text, infinities, an undeclared
-level, None). The front end maps every cell row-wise (dpstats/cells.py,
-dpstats/formula.py), so the designs it builds must still be replace-one
+level, None). The front end maps every cell row-wise (dpstats/frontend/cells.py,
+dpstats/frontend/formula.py), so the designs it builds must still be replace-one
 neighbours whose rows lie in the derived bounds; the replay then checks every
 noisy release against its declared sensitivity, and the gray-box audit bounds
 the privacy loss of NoisyStats' release on the worst formula pair.
@@ -17,7 +17,7 @@ import pytest
 
 from dpstats.audit import GrayBoxSamples, NeighbourPair, graybox_audit, replay
 from dpstats.audit.canaries import weaker_noise
-from dpstats.formula import build_design
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.histogram import mechanism as histogram
 from dpstats.mechanisms.noisystats import mechanism as noisystats

@@ -33,10 +33,10 @@ import statsmodels.datasets
 from scipy import integrate, stats
 
 import dpstats
-from dpstats.design import Design
+from dpstats.design.matrix import Design
 from dpstats.mechanisms import REGISTRY, PrivacyRequest
 from dpstats.mechanisms.gradient import mechanism as gd
-from dpstats.privacy import DEFAULT_REPORT_DELTA, approx_to_zcdp_rho, gaussian_delta, zcdp_to_approx_eps
+from dpstats.privacy.accounting import DEFAULT_REPORT_DELTA, approx_to_zcdp_rho, gaussian_delta, zcdp_to_approx_eps
 
 ENGEL_BOUNDS = {"income": (0, 5000), "foodexp": (0, 2500)}
 # Budgets at which every variant's noise is below 1e-6 per round: Laplace scale 4 T / eps = 3.2e-7;
@@ -250,7 +250,7 @@ def test_zcdp_given_eps_and_delta_never_reports_more_than_passed(eps: float, del
 
 def test_zcdp_noise_follows_the_rho_used() -> None:
     """The replayed Gaussian rounds spend rho/T each, with the rho the conversion gives (not eps^2 / 2)."""
-    from dpstats.noise import recording
+    from dpstats.privacy.noise import recording
 
     u, v = synthetic(100, 0.05, 0.1, seed=1)
     with recording() as log:
@@ -280,7 +280,7 @@ def test_rho_is_refused_by_mechanisms_that_are_not_zcdp() -> None:
 
 
 def test_per_round_budget_in_the_noise_records() -> None:
-    from dpstats.noise import recording
+    from dpstats.privacy.noise import recording
 
     u, v = synthetic(100, 0.05, 0.1, seed=1)
     requests = (("pure", PrivacyRequest(2.0), "l1"), ("zcdp", PrivacyRequest(None, rho=2.0), "l2"))

@@ -16,7 +16,7 @@
   its sd: false failure about 7e-6 per check).
 * Coverage, seeded small versions of benchmarks/bench_coverage.py: 100
   repetitions per cell, coverage within the binomial band at z = 4 around
-  0.95 (dpstats.coverage.coverage_band: 0.863-1; false failure about 6e-5
+  0.95 (dpstats.uncertainty.coverage.coverage_band: 0.863-1; false failure about 6e-5
   per coefficient) and median width at most 1.5 x the Monte Carlo spread
   (measured 0.89-1.08 at these seeds; the spread's own relative error at
   100 reps is 7%, so 1.5 is over 5 of its sd above the largest).
@@ -31,11 +31,11 @@ import statsmodels.formula.api as smf
 from scipy import stats
 
 import dpstats
-from dpstats.coverage import DESIGNS, coverage_band, coverage_cell
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.gradient import inference
 from dpstats.mechanisms.gradient import mechanism as gd
-from dpstats.noise import recording
+from dpstats.privacy.noise import recording
+from dpstats.uncertainty.coverage import DESIGNS, coverage_band, coverage_cell
 
 START = (0.5, 0.5)
 

@@ -55,7 +55,6 @@ import pytest
 from scipy import stats
 from scipy.optimize import brentq
 
-from dpstats import sandwich
 from dpstats.audit import NeighbourPair, graybox_audit, pair_from_points, understated_sensitivity, weaker_noise
 from dpstats.audit.graybox import GrayBoxSamples
 from dpstats.audit.neighbours import corner_pairs
@@ -63,8 +62,9 @@ from dpstats.audit.replay import replay
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.gradient import inference
 from dpstats.mechanisms.gradient import mechanism as gd
-from dpstats.noise import gaussian_mechanism, recording
-from dpstats.privacy import gaussian_delta
+from dpstats.privacy.accounting import gaussian_delta
+from dpstats.privacy.noise import gaussian_mechanism, recording
+from dpstats.uncertainty import sandwich
 
 UNIT = [(0.0, 1.0)]
 PAIRS = corner_pairs(10, UNIT, (0.0, 1.0))

@@ -1,4 +1,4 @@
-"""Grouped (small-area) fits: by=, groups=, group_sizes= (dpstats/grouping.py, dpstats/grouped_fit.py).
+"""Grouped (small-area) fits: by=, groups=, group_sizes= (dpstats/groups/partition.py, dpstats/groups/fit.py).
 
 Deterministic unless a test states its false-failure rate; every call is seeded.
 """
@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import dpstats
-from dpstats.budget import PrivacyBudget
-from dpstats.grouped_results import DPGroupedResults
-from dpstats.grouping import MIN_ROWS, group_codes
+from dpstats.groups.grouped_results import DPGroupedResults
+from dpstats.groups.partition import MIN_ROWS, group_codes
 from dpstats.mechanisms.noisystats.mechanism import centered_sensitivity
-from dpstats.results import DPRegressionResults
+from dpstats.privacy.budget import PrivacyBudget
+from dpstats.results.regression import DPRegressionResults
 
 GRUNFELD_BOUNDS = {"invest": (0.0, 1500.0), "value": (0.0, 6500.0)}
 UNIT = {"x": (0.0, 1.0), "y": (0.0, 1.0)}

@@ -1,7 +1,7 @@
-"""Privacy audit of a grouped release with a row moved between two groups (dpstats/grouping.py).
+"""Privacy audit of a grouped release with a row moved between two groups (dpstats/groups/partition.py).
 
 The core under audit is the grouped NoisyStats release with sizes not public,
-as dpstats/grouped_fit.py runs it: the noisy group sizes, each group brought
+as dpstats/groups/fit.py runs it: the noisy group sizes, each group brought
 to its size (its first m_g rows, midpoint pad rows), then the vectorised batch
 (dpstats/mechanisms/noisystats/grouped.py). Its releases are vectors over the
 groups, each recorded with the claim that one neighbour changes two groups.
@@ -25,10 +25,10 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from dpstats import grouping
 from dpstats.audit import assert_replay_sound, graybox_audit, pair_from_points, replay
 from dpstats.audit.graybox import GrayBoxSamples
-from dpstats.design import Design
+from dpstats.design.matrix import Design
+from dpstats.groups import partition as grouping
 from dpstats.mechanisms.base import PrivacyRequest, Release
 from dpstats.mechanisms.noisystats.grouped import fit_groups
 

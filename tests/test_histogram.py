@@ -1,6 +1,6 @@
 """The perturbed histogram (Lei 2011): the release, its fits, and the method="histogram" shortcuts.
 
-dpstats/histogram.py (the release), dpstats/mechanisms/histogram/weighted_fits.py (the weighted
+dpstats/api/histogram_release.py (the release), dpstats/mechanisms/histogram/weighted_fits.py (the weighted
 fits on cell centres) and dpstats/mechanisms/histogram/mechanism.py (dp_ols /
 dp_quantreg with method="histogram"). The privacy audit is in
 tests/test_histogram_privacy.py.
@@ -27,8 +27,8 @@ import statsmodels.api as sm
 import statsmodels.formula.api as smf
 
 import dpstats
-from dpstats import histogram as hg
-from dpstats.histogram import noisy_histogram
+from dpstats.api import histogram_release as hg
+from dpstats.api.histogram_release import noisy_histogram
 from dpstats.mechanisms.histogram.layout import (
     MAX_DEFAULT_CELLS,
     NOISE_MASS,
@@ -47,7 +47,7 @@ from dpstats.mechanisms.histogram.weighted_fits import (
     weighted_quantile_regression,
     weighted_quantile_regression_binned,
 )
-from dpstats.noise import recording
+from dpstats.privacy.noise import recording
 
 BOUNDS = {"y": (-10.0, 35.0), "x": (0.0, 10.0), "z": (-5.0, 5.0)}
 LEVELS = {"g": ["a", "b", "c"]}

@@ -32,9 +32,8 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpstats
-from dpstats.coverage import DESIGNS, coverage_band, coverage_cell
-from dpstats.formula import build_design
-from dpstats.histogram import noisy_histogram
+from dpstats.api.histogram_release import noisy_histogram
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms.base import PrivacyRequest
 from dpstats.mechanisms.histogram import cell_fits
 from dpstats.mechanisms.histogram import mechanism as mech
@@ -48,6 +47,7 @@ from dpstats.mechanisms.histogram.inference import (
 )
 from dpstats.mechanisms.histogram.layout import thresholded
 from dpstats.mechanisms.histogram.weighted_fits import weighted_least_squares, weighted_quantile_regression_binned
+from dpstats.uncertainty.coverage import DESIGNS, coverage_band, coverage_cell
 
 HUGE = 1e9
 

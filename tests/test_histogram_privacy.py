@@ -60,7 +60,7 @@ from dpstats.audit import (
     understated_sensitivity,
     weaker_noise,
 )
-from dpstats.formula import build_design
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.histogram import mechanism as mech
 from dpstats.mechanisms.histogram import release as hg

@@ -1,4 +1,4 @@
-"""Interval arithmetic behind derived design-column bounds (dpstats/intervals.py).
+"""Interval arithmetic behind derived design-column bounds (dpstats/design/bounds.py).
 
 Every rule must be an enclosure: for any point inside the declared bounds the
 expression's value lies inside the derived interval. Checked on a dense grid
@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 
-from dpstats.intervals import UnboundedExpression, expression_bounds, product
+from dpstats.design.bounds import UnboundedExpression, expression_bounds, product
 
 BOUNDS = {"x": (1.0, 3.0), "z": (-2.0, 5.0), "w": (0.5, 4.0), "u": (0.0, 1.0)}
 

@@ -35,7 +35,7 @@ from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.kng import mechanism as kng
 from dpstats.mechanisms.kng.inference import DEFAULT_SHARE
 from dpstats.mechanisms.kng.mechanism import UnitBoxScale, box_norm, least_squares_sensitivity, quantile_sensitivity
-from dpstats.quantile_fits import DPQuantileFits
+from dpstats.results.quantile_fits import DPQuantileFits
 
 NORMS = ("linf", "l2", "l1")
 TAUS = (0.1, 0.5, 0.9)

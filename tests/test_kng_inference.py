@@ -27,7 +27,7 @@ case at a 3% tolerance (the relative sd of a second moment from 2e5 draws of
 these laws is below 0.5%: > 6 sd, < 1e-9). The bootstrap standard errors use
 1000 replicates (interquartile-range scale: relative sd about 4%), compared at
 15% (3.7 sd, 2e-4 per coefficient). The coverage tests' band is 4 binomial sd
-(dpstats/coverage.py, ``coverage_band``): about 6e-5 per coefficient.
+(dpstats/uncertainty/coverage.py, ``coverage_band``): about 6e-5 per coefficient.
 """
 
 from __future__ import annotations
@@ -47,14 +47,14 @@ from scipy.stats import norm as normal
 from statsmodels.regression.quantile_regression import hall_sheather
 
 import dpstats
-from dpstats import sandwich
 from dpstats.audit import corner_pairs, pair_from_points, replay
-from dpstats.coverage import DESIGNS, SimulationDesign, coverage_band, coverage_cell
-from dpstats.formula import build_design
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms.base import PrivacyRequest
 from dpstats.mechanisms.kng import inference
 from dpstats.mechanisms.kng import mechanism as kng
 from dpstats.mechanisms.kng import sampler as kng_sampler
+from dpstats.uncertainty import sandwich
+from dpstats.uncertainty.coverage import DESIGNS, SimulationDesign, coverage_band, coverage_cell
 
 X_BOUNDS = [(0.0, 10.0), (-2.0, 2.0)]
 Y_BOUNDS = (-5.0, 5.0)
@@ -395,8 +395,8 @@ def test_least_squares_intervals_cover_the_truth_where_the_domain_truncates() ->
 
 
 def heteroskedastic_quantile_design(tau: float) -> SimulationDesign:
-    """dpstats/coverage.py's heteroskedastic design with its tau-th conditional quantile as the truth (N(0, 1)
-    errors clipped at +-3 keep their quantiles inside; the error is scaled by 0.2 + 0.3 x)."""
+    """dpstats/uncertainty/coverage.py's heteroskedastic design with its tau-th conditional quantile as the
+    truth (N(0, 1) errors clipped at +-3 keep their quantiles inside; the error is scaled by 0.2 + 0.3 x)."""
     z = float(normal.ppf(tau))
     return replace(DESIGNS["heteroskedastic"], truth={"Intercept": 1.0 + 0.2 * z, "x": 0.5 + 0.3 * z})
 

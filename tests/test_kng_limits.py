@@ -34,7 +34,7 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpstats
-from dpstats.formula import build_design
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms.kng import mechanism as kng
 from dpstats.mechanisms.kng import sampler as kng_sampler
 

@@ -1,7 +1,7 @@
 """Privacy audit of method="kng" (Reimherr & Awan 2019, Theorem 3.1; proofs in dpstats/mechanisms/kng/mechanism.py).
 
 docs/PRIVACY_TESTING.md, "An audit that fits in CI", with the shared harness in
-dpstats/audit. KNG's one release goes through :func:`dpstats.noise.exponential_mechanism_release`,
+dpstats/audit. KNG's one release goes through :func:`dpstats.privacy.noise.exponential_mechanism_release`,
 which records the utility ``||grad l(theta_p; D)||_K`` at the public probe
 points theta_p (``kng_sampler.probe_points``: the centre, the vertices
 ``+-B e_j``, the midpoints) with norm "linf" and the declared sensitivity Delta.
@@ -12,7 +12,7 @@ x2 in [-2, 2], y in [-5, 5], so the affine scaling is exercised too.
 1. Replay (deterministic) on replace-one neighbours with public n, for least
    squares (``kng.fit`` as ``dp_ols(method="kng")`` calls it) and quantile
    regression (q = 0.25, 0.5, 0.9, passed through the options as
-   ``dpstats.api._fit`` does), norms linf / l2 / l1, an intercept and one or two
+   ``dpstats.api.estimators._fit`` does), norms linf / l2 / l1, an intercept and one or two
    regressors: corner moves (``corner_pairs``) plus pairs built to attain the
    sensitivity at a probe point. No violation anywhere (utility within Delta,
    Delta not data dependent, same output once the draw is forced), and for linf
@@ -108,11 +108,11 @@ from dpstats.audit import (
     run_recorded,
     understated_sensitivity,
 )
-from dpstats.design import Design
+from dpstats.design.matrix import Design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.kng import mechanism as kng
 from dpstats.mechanisms.kng import sampler as kng_sampler
-from dpstats.noise import NoisyRelease, independent_rngs
+from dpstats.privacy.noise import NoisyRelease, independent_rngs
 
 ALPHA = 1e-6
 #: The paper's algorithm: the whole eps on the draw (standard errors' releases: tests/test_kng_inference.py).

@@ -9,7 +9,7 @@ import pytest
 from statsmodels.datasets import fair
 
 import dpstats
-from dpstats.maketables_plugin import SE_TYPE, maketables_rows
+from dpstats.output.maketables import SE_TYPE, maketables_rows
 
 mt = pytest.importorskip("maketables", reason="maketables is the optional extra dpstats[maketables]")
 

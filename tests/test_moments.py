@@ -1,4 +1,4 @@
-"""Moments merged over chunks of rows (dpstats/moments.py) equal the moments of all the rows.
+"""Moments merged over chunks of rows (dpstats/design/moments.py) equal the moments of all the rows.
 
 Deterministic (statsmodels' fair data, fixed splits): no false failures.
 """
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpstats.moments import Moments
+from dpstats.design.moments import Moments
 
 
 @pytest.mark.parametrize("cuts", [(), (0,), (1, 2), (100, 100, 3000), (6365,)])

@@ -1,4 +1,4 @@
-"""Goodness of fit of every sampler in dpstats/noise.py, with the test's own power.
+"""Goodness of fit of every sampler in dpstats/privacy/noise.py, with the test's own power.
 
 docs/PRIVACY_TESTING.md, "An audit that fits in CI", step 2: a
 Kolmogorov-Smirnov test at alpha = 1e-6 against the exact CDF, and the same
@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpstats import noise
 from dpstats.audit import audit_sampler, intervals_cdf, intervals_probabilities, ks_check, repeat_draws
+from dpstats.privacy import noise
 
 EPS = 1.0
 DRAWS = 20_000

@@ -30,7 +30,7 @@ import pandas as pd
 import pytest
 
 import dpstats
-from dpstats.formula import build_design
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.noisystats import mechanism as noisystats
 

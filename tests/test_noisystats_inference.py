@@ -1,4 +1,5 @@
-"""NoisyStats' standard errors and intervals (dpstats/mechanisms/noisystats/inference.py, dpstats/sandwich.py).
+"""NoisyStats' standard errors and intervals (dpstats/mechanisms/noisystats/inference.py,
+dpstats/uncertainty/sandwich.py).
 
 What is tested: the sensitivities of the standard errors' releases by brute
 force and by replay on corner neighbours with a larger share (the replays at
@@ -14,7 +15,7 @@ deterministic. The gray-box audit fails a correct mechanism with probability
 errors from 1000 bootstrap refits (interquartile-range scale: relative sd about
 4%, measured over 40 seeds on engel) at a 15% tolerance: about 3.7 sd, 2e-4 per
 coefficient. The coverage test's band is 4 binomial sd
-(dpstats/coverage.py, ``coverage_band``): about 6e-5 per coefficient.
+(dpstats/uncertainty/coverage.py, ``coverage_band``): about 6e-5 per coefficient.
 """
 
 import itertools
@@ -24,11 +25,11 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpstats
-from dpstats import sandwich
 from dpstats.audit import corner_pairs, graybox_audit, replay, weaker_noise
-from dpstats.coverage import DESIGNS, coverage_band, coverage_cell
 from dpstats.mechanisms.base import PrivacyRequest
 from dpstats.mechanisms.noisystats import mechanism as noisystats
+from dpstats.uncertainty import sandwich
+from dpstats.uncertainty.coverage import DESIGNS, coverage_band, coverage_cell
 
 SE_RELEASES = ["SE: sum(x)", "SE: RSS", "SE: HC meat"]
 PRIVACY = PrivacyRequest(eps=3.75)

@@ -28,9 +28,8 @@ import pandas as pd
 import pytest
 
 import dpstats
-from dpstats import noise
 from dpstats.audit import corner_pairs, design_from_arrays, pair_from_points, replay
-from dpstats.formula import build_design
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import REGISTRY
 from dpstats.mechanisms.base import PrivacyRequest
 from dpstats.mechanisms.noisystats import inference, repair
@@ -39,6 +38,7 @@ from dpstats.mechanisms.noisystats.grouped import fit_groups
 from dpstats.planning.candidates import CANDIDATES
 from dpstats.planning.facts import PublicFacts
 from dpstats.planning.selection import choose
+from dpstats.privacy import noise
 
 REPAIR = {"singular": "repair"}
 UNIT = [(0.0, 1.0)]

@@ -30,7 +30,7 @@ import pytest
 
 import dpstats
 from dpstats.audit import pair_from_points, replay
-from dpstats.formula import build_design
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms.base import PrivacyRequest
 from dpstats.mechanisms.noisystats import mechanism as noisystats
 from dpstats.mechanisms.noisystats.structured import Layout, structured_sensitivity

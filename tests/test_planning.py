@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 import dpstats
-from dpstats.formula import build_design
+from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import REGISTRY
 from dpstats.planning.candidates import CANDIDATES, label_of
 from dpstats.planning.error_model import (

@@ -13,7 +13,7 @@ import pytest
 
 import dpstats
 from dpstats import r_interop
-from dpstats.budget import PrivacyBudget
+from dpstats.privacy.budget import PrivacyBudget
 
 BOUNDS = {"income": [0, 5000], "foodexp": [0, 2500]}
 

@@ -1,11 +1,11 @@
-"""dpstats/render.py: builtins and strict JSON for the command line and R."""
+"""dpstats/output/render.py: builtins and strict JSON for the command line and R."""
 
 import json
 
 import numpy as np
 import pandas as pd
 
-from dpstats.render import dumps, plain
+from dpstats.output.render import dumps, plain
 
 
 def _is_builtin_tree(value: object) -> bool:

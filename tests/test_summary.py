@@ -11,7 +11,7 @@ import pytest
 
 import dpstats
 from dpstats import Summary
-from dpstats.render import latex_escape
+from dpstats.output.render import latex_escape
 
 # The mechanism under test, whatever method="auto" picks in later versions.
 dp_ols = partial(dpstats.dp_ols, method="noisystats")

@@ -17,7 +17,7 @@ import pytest
 from statsmodels.datasets import fair
 
 import dpstats
-from dpstats.tables import ReleasedFit
+from dpstats.report.tables import ReleasedFit
 
 BOUNDS = {"rate_marriage": (1, 5), "age": (17.5, 42), "yrs_married": (0, 23), "educ": (9, 20)}
 LEVELS = {"religious": [1.0, 2.0, 3.0, 4.0]}  # the survey's four answers (statsmodels' fair documentation)
@@ -34,7 +34,7 @@ def models() -> list:
 
 
 @pytest.fixture(scope="module")
-def three(models: list) -> dpstats.render.ModelTable:
+def three(models: list) -> dpstats.output.render.ModelTable:
     return dpstats.table(
         models, collapse={"Religiousness FE": "religious["}, rename={"yrs_married": "Years married"}, stars=True
     )

@@ -29,13 +29,13 @@ from dpstats.audit import (
     replay,
     understated_sensitivity,
 )
-from dpstats.coverage import DESIGNS, coverage_band, coverage_cell
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.theilsen import grid_median, matchings, release_laws
 from dpstats.mechanisms.theilsen import mechanism as theilsen
 from dpstats.mechanisms.theilsen.dp_median import CountingOracle, SortedOracle
 from dpstats.mechanisms.theilsen.pair_counting import AllPairsCounter
 from dpstats.mechanisms.theilsen.pair_estimates import all_pairs, pair_estimates, valid_sorted
+from dpstats.uncertainty.coverage import DESIGNS, coverage_band, coverage_cell
 
 LO, HI = theilsen.TABLE1_UNIT_RANGE
 UNIT = {"x": (0.0, 1.0), "y": (0.0, 1.0)}

@@ -17,13 +17,13 @@ from scipy import stats
 
 from dpstats import dp_ols
 from dpstats.audit import pair_from_points, replay
-from dpstats.coverage import DESIGNS, coverage_band, coverage_cell
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.theilsen import inference, matchings, release_laws, row_counts, spread
 from dpstats.mechanisms.theilsen import mechanism as theilsen
 from dpstats.mechanisms.theilsen.pair_counting import AllPairsCounter
 from dpstats.mechanisms.theilsen.pair_estimates import all_pairs, pair_estimates, pilot_estimates
 from dpstats.mechanisms.theilsen.smooth_sensitivity import DoubledVector, smooth_sensitivity, student_t_parameters
+from dpstats.uncertainty.coverage import DESIGNS, coverage_band, coverage_cell
 
 LO, HI = theilsen.TABLE1_UNIT_RANGE
 

@@ -22,7 +22,7 @@ from dpstats.mechanisms.tukey import inference as tukey_inference
 from dpstats.mechanisms.tukey import mechanism as tukey
 from dpstats.mechanisms.tukey import models as tukey_models
 from dpstats.mechanisms.tukey.models import batch_ols, partition_models
-from dpstats.noise import exponential_mechanism_point_release, log_space_choice, recording
+from dpstats.privacy.noise import exponential_mechanism_point_release, log_space_choice, recording
 
 EPS, DELTA = math.log(3), 1e-5
 
@@ -69,7 +69,7 @@ def test_categorical_terms_need_declared_levels(frame: pd.DataFrame) -> None:
     )
     assert not res.failed and len(res.params) == 5
     np.testing.assert_allclose(res.params.to_numpy(), [1.0, 0.5, -1.0, 2.0, -3.0], atol=0.3)
-    # without declared levels g is numeric, whatever its dtype: its text cells count as 0 (dpstats/cells.py)
+    # without declared levels g is numeric, whatever its dtype: its text cells count as 0 (dpstats/frontend/cells.py)
     kwargs = dict(eps=EPS, delta=DELTA, method="tukey", random_state=2)
     as_text = dpstats.dp_ols("y ~ x1 + g", frame, **kwargs)
     as_zero = dpstats.dp_ols("y ~ x1 + g", frame.assign(g=0.0), **kwargs)

@@ -34,12 +34,12 @@ import pytest
 import statsmodels.api as sm
 
 import dpstats
-from dpstats.coverage import DESIGNS, coverage_band, coverage_cell
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.tukey import depth as td
 from dpstats.mechanisms.tukey import inference
 from dpstats.mechanisms.tukey import mechanism as tukey
-from dpstats.noise import recording
+from dpstats.privacy.noise import recording
+from dpstats.uncertainty.coverage import DESIGNS, coverage_band, coverage_cell
 
 DELTA = 1e-6
 

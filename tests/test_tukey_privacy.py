@@ -49,7 +49,6 @@ import math
 import numpy as np
 import pytest
 
-from dpstats import noise
 from dpstats.audit import (
     NeighbourPair,
     audit_sampler,
@@ -59,12 +58,13 @@ from dpstats.audit import (
     weaker_noise,
 )
 from dpstats.audit.replay import replay
-from dpstats.design import Design
+from dpstats.design.matrix import Design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.tukey import depth as td
 from dpstats.mechanisms.tukey import inference as tukey_inference
 from dpstats.mechanisms.tukey import mechanism as tukey
 from dpstats.mechanisms.tukey.models import partition_models
+from dpstats.privacy import noise
 
 EPS, DELTA = math.log(3), 1e-5
 #: Tiny row-level data: n = 60, one regressor and an intercept, m = 20 models of 3 rows (t = 5).

@@ -1,6 +1,6 @@
 """Schema validation: bad public inputs raise ValueError/TypeError naming the
 argument or column; values of the data never decide whether a call raises
-(bad cells get the row-wise treatment of dpstats/cells.py), except under
+(bad cells get the row-wise treatment of dpstats/frontend/cells.py), except under
 missing="raise", the curator's opt-in."""
 
 import math

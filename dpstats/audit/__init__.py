@@ -1,8 +1,8 @@
 """Privacy audit harness for the core mechanisms (docs/PRIVACY_TESTING.md, "An audit that fits in CI").
 
 Works on a core mechanism ``fit(design, privacy, rng, **options) -> Release``
-and on :class:`~dpstats.design.Design` objects (not the formula front end),
-using the noise recorder of dpstats/noise.py:
+and on :class:`~dpstats.design.matrix.Design` objects (not the formula front end),
+using the noise recorder of dpstats/privacy/noise.py:
 
 * :mod:`.neighbours` -- worst-case replace-one pairs on the declared box, and
   :func:`design_from_arrays` to build designs for tests (step 1);
@@ -51,7 +51,15 @@ from .neighbours import (
     pair_from_points,
 )
 from .replay import ReleaseReplay, ReplayReport, Violation, assert_replay_sound, release_distance, replay
-from .runner import BatchingGenerator, CoreMechanism, Forcing, NotBatchable, StopRun, find_release, run_recorded
+from .runner import (
+    BatchingGenerator,
+    CoreMechanism,
+    Forcing,
+    NotBatchable,
+    StopRun,
+    find_release,
+    run_recorded,
+)
 
 __all__ = [
     "BatchingGenerator",

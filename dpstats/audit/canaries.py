@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from unittest import mock
 
-from .. import noise
+from ..privacy import noise
 
 
 @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """Goodness of fit of the noise samplers, with a check of the test's own power.
 
 docs/PRIVACY_TESTING.md, "An audit that fits in CI", step 2 (after Tumult's noise
-tests): each sampler of dpstats/noise.py is compared with its exact CDF by a
+tests): each sampler of dpstats/privacy/noise.py is compared with its exact CDF by a
 Kolmogorov-Smirnov test on 100,000 draws at alpha = 1e-6, and the same test
 must *reject* draws made at ``eps x 0.7`` and ``eps x 1.3`` -- a test that
 cannot see a 30% scale error would not see the bugs that matter.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from ..noise import independent_rngs
+from ..privacy.noise import independent_rngs
 
 Draw = Callable[[np.random.Generator, float, int], np.ndarray]
 CDF = Callable[[np.ndarray], np.ndarray]
@@ -109,7 +109,7 @@ def repeat_draws(sample_one: Callable[[np.random.Generator], float], rng: np.ran
 
 
 def intervals_probabilities(edges: np.ndarray, log_weights: np.ndarray) -> np.ndarray:
-    """Probability of each interval under :func:`dpstats.noise.exponential_mechanism_intervals`.
+    """Probability of each interval under :func:`dpstats.privacy.noise.exponential_mechanism_intervals`.
 
     Interval i has mass proportional to ``length_i x exp(log_weights[i])``
     (Alabi et al. 2022, Algorithm 3), computed in log space.

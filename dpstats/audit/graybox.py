@@ -3,7 +3,7 @@
 docs/PRIVACY_TESTING.md, "An audit that fits in CI", step 3. The end-to-end
 estimate hides bugs (checking only the final slope missed a 2x bug in
 NoisyStats), so the audit looks inside: it samples the noisy output of one
-named release (a :class:`~dpstats.noise.NoisyRelease`) many times on D and
+named release (a :class:`~dpstats.privacy.noise.NoisyRelease`) many times on D and
 on D', reduces a vector output to a scalar by projecting it on
 ``sign(value(D) - value(D'))``, and bounds the privacy loss of one event:
 
@@ -48,9 +48,9 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-from ..design import Design
+from ..design.matrix import Design
 from ..mechanisms.base import PrivacyRequest
-from ..noise import NoisyRelease, independent_rngs, make_rng
+from ..privacy.noise import NoisyRelease, independent_rngs, make_rng
 from .neighbours import NeighbourPair
 from .runner import BatchingGenerator, CoreMechanism, Forcing, NotBatchable, find_release, run_recorded
 

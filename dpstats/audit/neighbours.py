@@ -11,7 +11,7 @@ mean of y and the mean of x in opposite directions relative to the slope).
 Neighbours follow docs/DESIGN.md section 2: the same public n on both sides, one
 row replaced. A *point* here is one row ``(x_1, ..., x_p, y)`` with the
 response last; :func:`design_from_arrays` turns rows into the
-:class:`~dpstats.design.Design` the core mechanisms take, without the formula
+:class:`~dpstats.design.matrix.Design` the core mechanisms take, without the formula
 front end (too slow for the audits' thousands of runs).
 """
 
@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..design import Design
+from ..design.matrix import Design
 
 Bounds = tuple[float, float]
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..mechanisms.base import PrivacyRequest, Release
-from ..noise import NoisyRelease, make_rng
+from ..privacy.noise import NoisyRelease, make_rng
 from .neighbours import NeighbourPair
 from .runner import CoreMechanism, Forcing, run_recorded
 

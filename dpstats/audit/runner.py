@@ -3,13 +3,13 @@
 The plumbing shared by the replay and the gray-box audit (docs/PRIVACY_TESTING.md,
 "An audit that fits in CI", steps 1 and 3). A *core mechanism* is a callable
 ``fit(design, privacy, rng, **options) -> Release`` (dpstats/mechanisms/base.py);
-every noisy release it makes goes through :func:`dpstats.noise.laplace_mechanism`
-(or a later primitive) and is logged by :func:`dpstats.noise.recording` as a
-:class:`~dpstats.noise.NoisyRelease` with its exact input, declared
+every noisy release it makes goes through :func:`dpstats.privacy.noise.laplace_mechanism`
+(or a later primitive) and is logged by :func:`dpstats.privacy.noise.recording` as a
+:class:`~dpstats.privacy.noise.NoisyRelease` with its exact input, declared
 sensitivity and eps.
 
 Three controls, all built on ``recording(forced_outputs=...)`` without
-changing dpstats/noise.py:
+changing dpstats/privacy/noise.py:
 
 * **forcing**: the i-th release returns a given value instead of its own
   noisy output, so that two runs on neighbouring data are coupled on their
@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import noise
-from ..design import Design
+from ..design.matrix import Design
 from ..mechanisms.base import PrivacyRequest, Release
+from ..privacy import noise
 
 CoreMechanism = Callable[..., Release]
 """``fit(design, privacy, rng, **options) -> Release`` (dpstats/mechanisms/base.py)."""
@@ -52,7 +52,7 @@ class StopRun(BaseException):
 
 
 class Forcing(Sequence):
-    """The ``forced_outputs`` sequence handed to :func:`dpstats.noise.recording`.
+    """The ``forced_outputs`` sequence handed to :func:`dpstats.privacy.noise.recording`.
 
     ``prefix[i]`` (when not None) is returned by the i-th release instead of its
     own output; with ``stop_at = k`` the run raises :class:`StopRun` as soon as
@@ -76,7 +76,7 @@ class Forcing(Sequence):
             return self.prefix[index]
         if self.log is None or index >= len(self.log):
             raise RuntimeError(
-                "dpstats.noise.recording changed: a forced output was read before its release was logged"
+                "dpstats.privacy.noise.recording changed: a forced output was read before its release was logged"
             )
         return self.log[index].noisy
 
@@ -102,7 +102,9 @@ def run_recorded(
     if forcing is not None:
         forcing.log = None
         if release is None and forcing.stop_at is not None and len(log) != forcing.stop_at + 1:
-            raise RuntimeError("dpstats.noise.recording changed: the run did not stop right after the audited release")
+            raise RuntimeError(
+                "dpstats.privacy.noise.recording changed: the run did not stop right after the audited release"
+            )
     return release, list(log)
 
 

@@ -1,6 +1,6 @@
 """What every mechanism is and returns.
 
-A mechanism is a pure function of a :class:`~dpstats.design.Design`, the
+A mechanism is a pure function of a :class:`~dpstats.design.matrix.Design`, the
 privacy parameters, a generator and its options; it returns a
 :class:`Release` that holds the private outputs only. Everything after it is
 post-processing.
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..design import Design
-from ..privacy import PrivacySpent
+from ..design.matrix import Design
+from ..privacy.accounting import PrivacySpent
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class PrivacyRequest:
 
     ``eps`` is the total budget of the call (with ``delta`` for approximate
     DP); a zCDP mechanism may be given ``rho`` instead, and then ``eps`` is
-    None. Exactly one of the two is set (:func:`dpstats.privacy.check_budget`).
+    None. Exactly one of the two is set (:func:`dpstats.privacy.accounting.check_budget`).
     ``se_share`` is the part of the budget that standard errors may spend
     (None: the mechanism's default; 0: none, and only what post-processing
     gives for free is reported).
@@ -58,7 +58,7 @@ class Release:
     ``params`` from a bootstrap that is post-processing of the release;
     intervals are then bootstrap intervals of the kind ``interval``
     (``"basic"`` or ``"percentile"``,
-    :func:`dpstats.uncertainty.confidence_intervals`).
+    :func:`dpstats.uncertainty.intervals.confidence_intervals`).
     ``noisy_stats`` are released sufficient statistics (no array of length n).
     """
 
@@ -104,7 +104,8 @@ class MechanismSpec:
     from public facts; so the point estimate's budget is known before a fit (dpstats/planning/error_model.py)."""
     distributed: frozenset[str] = frozenset()
     """The estimators whose ``fit`` reads the rows only through ``Design.total`` (sums over chunks of
-    rows, dpstats/moments.py), so that it runs on a Dask DataFrame's partitions (dpstats/distributed.py)."""
+    rows, dpstats/design/moments.py), so that it runs on a Dask DataFrame's partitions
+    (dpstats/distributed/dask_design.py)."""
 
     def check_privacy(self, privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
         """Check the privacy parameters against the mechanism before any data are read.
@@ -129,7 +130,7 @@ class MechanismSpec:
         """The notion a call reports (``"pure"``, ``"approx"`` or ``"zcdp"``), from its public inputs.
 
         Known before any data are read, so that a
-        :class:`~dpstats.budget.PrivacyBudget` can refuse the call first. A
+        :class:`~dpstats.privacy.budget.PrivacyBudget` can refuse the call first. A
         mechanism whose notion depends on its options (gradient descent's
         ``variant``) supplies ``request_notion``; otherwise delta decides.
         """

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..formula import build_design
-from ..formula_grammar import CONTRASTS, MARKERS, NUMPY_MODULES, ROWWISE_FUNCTIONS
-from ..metadata import check_bounds, check_levels
-from ..privacy import check_delta, check_eps, check_share
-from ..render import markdown_table
+from ..frontend.formula import build_design
+from ..frontend.grammar import CONTRASTS, MARKERS, NUMPY_MODULES, ROWWISE_FUNCTIONS
+from ..frontend.metadata import check_bounds, check_levels
+from ..output.render import markdown_table
+from ..privacy.accounting import check_delta, check_eps, check_share
 from .candidates import CANDIDATES, label_of
 from .error_model import error_unit, predict
 from .facts import PublicFacts

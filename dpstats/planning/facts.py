@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..design import Design
+from ..design.matrix import Design
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class PublicFacts:
 
     ``slopes`` counts the design's columns other than the intercept,
     ``block_sizes`` the one-hot blocks' numbers of columns (categorical terms,
-    dpstats/formula.py), ``continuous`` the slopes outside them, ``variables``
+    dpstats/frontend/formula.py), ``continuous`` the slopes outside them, ``variables``
     the formula's regressor variables (what a histogram bins). ``unit`` holds,
     per slope, the factor from the unit scale to the user's units (the width
     of the response's bounds over that column's), NaN where a bound is missing.

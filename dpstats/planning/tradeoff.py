@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..privacy import check_eps
+from ..privacy.accounting import check_eps
 from .candidates import label_of
 from .comparison import plan_facts
 from .error_model import error_unit

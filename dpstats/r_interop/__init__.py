@@ -10,7 +10,7 @@ Nothing here reads or releases data beyond what ``dp_ols`` does: the data go in,
 only the release comes out.
 """
 
-from ..render import plain
+from ..output.render import plain
 from .calls import (
     budget_from_json,
     budget_payload,

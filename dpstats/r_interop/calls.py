@@ -18,19 +18,19 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..render import plain
+from ..output.render import plain
 from .columns import as_float, as_list, frame_from_columns
 
 
 def result_payload(res: Any) -> dict:
     """Everything R needs from a fit, as builtins (post-processing only).
 
-    Several quantiles (a :class:`~dpstats.quantile_fits.DPQuantileFits`) give
+    Several quantiles (a :class:`~dpstats.results.quantile_fits.DPQuantileFits`) give
     ``quantiles``, the whole call's ``privacy`` and ``fits``: one payload per quantile.
     """
     import dpstats
-    from dpstats.grouped_results import DPGroupedResults
-    from dpstats.quantile_fits import DPQuantileFits
+    from dpstats.groups.grouped_results import DPGroupedResults
+    from dpstats.results.regression.quantile_fits import DPQuantileFits
 
     if isinstance(res, DPGroupedResults):
         tidy = res.tidy()
@@ -126,14 +126,14 @@ def _finite_or_none(obj: Any) -> Any:
 
 
 def _error(exc: Exception) -> dict:
-    from ..budget import BudgetExceeded
+    from ..privacy.budget import BudgetExceeded
 
     return {"ok": False, "error": type(exc).__name__, "message": str(exc), "refused": isinstance(exc, BudgetExceeded)}
 
 
 def new_budget(eps: Any = None, delta: Any = 0.0, rho: Any = None, accounting: Any = None) -> dict:
     """``dp_budget()`` from R: ``{"ok": True, "budget": budget_payload}`` or an error record."""
-    from ..budget import PrivacyBudget
+    from ..privacy.budget import PrivacyBudget
 
     try:
         return {"ok": True, "budget": budget_payload(PrivacyBudget(eps, delta, rho, accounting=accounting))}
@@ -146,8 +146,8 @@ def check_budget_first(
 ) -> dict:
     """Whether the budget (its JSON state) can take a fit with these public inputs: ``{"ok": True}`` or
     an error record. The R side asks before it sends any column to Python."""
-    from ..api import planned_spend
-    from ..budget import PrivacyBudget
+    from ..api.estimators import planned_spend
+    from ..privacy.budget import PrivacyBudget
 
     try:
         opts = dict(_named(options) or {})
@@ -160,7 +160,7 @@ def check_budget_first(
 
 def budget_from_json(text: str) -> dict:
     """``dp_budget_load()`` from R: the budget of a saved file's text, validated, or an error record."""
-    from ..budget import PrivacyBudget
+    from ..privacy.budget import PrivacyBudget
 
     try:
         return {"ok": True, "budget": budget_payload(PrivacyBudget.from_json(text))}
@@ -256,7 +256,7 @@ def fit_from_r(
     answer carries the new ``budget``, even if the result could not be
     converted, so that R never loses a spend.
     """
-    from ..budget import PrivacyBudget
+    from ..privacy.budget import PrivacyBudget
 
     try:
         account = None if budget is None else PrivacyBudget.from_json(budget)
@@ -342,7 +342,7 @@ def table_from_r(fits: Any, fmt: str = "latex", options: Any = None) -> dict:
     or ``{"ok": False, "error": type, "message": str}``.
     """
     try:
-        from ..tables import ReleasedFit, table
+        from ..report.tables import ReleasedFit, table
 
         if fmt not in TABLE_FORMATS:
             raise ValueError(f"format must be one of {list(TABLE_FORMATS)}")

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..render import plain
+from ..output.render import plain
 
 COLUMN_TYPES = ("double", "integer", "logical", "character", "factor", "date", "datetime")
 R_INT_MIN = -(2**31)  # NA_integer_ and NA (logical) in R's memory

@@ -1,6 +1,6 @@
 # A project's privacy budget from R: dp_budget(), its ledger, its file.
 #
-# The account is kept by the Python package (dpstats/budget.py): an R budget is an
+# The account is kept by the Python package (dpstats/privacy/budget.py): an R budget is an
 # environment holding the budget's JSON state, which each fit sends to Python and
 # gets back spent, and a view of plain R values for printing without Python.
 # An environment, so that dp_ols(..., budget = b) spends b itself, as in Python.

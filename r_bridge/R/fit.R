@@ -219,7 +219,7 @@
 #' @param group_sizes \code{NULL}, or the public size of each group, in the order of \code{groups}: then
 #'   each group spends the whole eps (parallel composition); without it each spends eps / 2, part of it
 #'   on a noisy size (a replaced row can leave one group and join another). The proof is in the Python
-#'   package's dpstats/grouping.py.
+#'   package's dpstats/groups/partition.py.
 #' @param ... the mechanism's hyperparameters, and \code{se_share}: the part of eps spent on standard
 #'   errors (NULL for the mechanism's default, 0 for none: then they are NaN).
 #' @return an object of class \code{\link{dpstats_fit}} holding plain R values only; from

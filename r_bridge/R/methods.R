@@ -72,7 +72,7 @@ nobs.dpstats_fit <- function(object, ...) object$nobs
 #' @export
 formula.dpstats_fit <- function(x, ...) x$formula
 
-# Intervals as the Python side computes them (dpstats/uncertainty.py): bootstrap
+# Intervals as the Python side computes them (dpstats/uncertainty/intervals.py): bootstrap
 # intervals from the release's replicates where it has them, of the release's
 # kind: "basic" (2 coef minus the replicates' quantiles) or "percentile" (the
 # quantiles), numpy's default quantile being R's type 7, infinite if fewer

@@ -19,7 +19,7 @@ AdaGrad-norm steps. Both are reproduced:
    c; the centred bread ``Q = sum_i (u_i - c)^2`` (a row's term lies in
    ``[0, max(c, 1 - c)^2]``); the weighted upper triangle of the HC meat
    ``sum_i r_i^2 w_i w_i'`` with ``w_i = (1, u_i - c)`` and residuals at the
-   released estimate, clipped to the bound R of dpstats/sandwich.py (weights,
+   released estimate, clipped to the bound R of dpstats/uncertainty/sandwich.py (weights,
    sensitivity and the shrinkage of noise-swamped entries towards the
    homoskedastic meat as there). They give the noisy HC1 sandwich V of
    (intercept, slope) and ``A = K B K'`` from the same bread B (K maps
@@ -79,8 +79,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import noise, sandwich
-from ...uncertainty import infinite_cov
+from ...privacy import noise
+from ...uncertainty import sandwich
+from ...uncertainty.intervals import infinite_cov
 
 DEFAULT_SHARE = 0.2
 """The part of the budget (eps, or rho for the Gaussian variants) spent on standard errors by default.
@@ -171,7 +172,7 @@ def release_sandwich(
     Sensitivities (replace-one; c and the estimate are public, released
     before): ``sum u`` moves by at most 1; a row's ``(u - c)^2`` lies in
     ``[0, max(c, 1 - c)^2]``; the meat entry (j, k) by the width of
-    ``I_jk * [0, R^2]`` (dpstats/sandwich.py), times its weight.
+    ``I_jk * [0, R^2]`` (dpstats/uncertainty/sandwich.py), times its weight.
     """
     n = u.size
     (sum_name, f_sum), (bread_name, f_bread), (meat_name, f_meat) = FRACTIONS

@@ -1,7 +1,7 @@
 """DP gradient descent for the predictions p25, p75 (Alabi et al. 2022, Algorithms 6 and 7).
 
 The model is simple linear regression on the data rescaled to [0, 1]^2 by the
-declared bounds (:class:`~dpstats.design.CenteredUnitScale`), parameterised
+declared bounds (:class:`~dpstats.design.matrix.CenteredUnitScale`), parameterised
 by the predictions at x = 1/4 and x = 3/4: ``yhat(x) = 2 (p25 (3/4 - x) + p75 (x - 1/4))``.
 Each of T rounds computes the per-row gradient of ``(y - yhat)^2 / 2``,
 
@@ -38,7 +38,7 @@ Variants (option ``variant``):
   composition of T eps/T-DP releases.
 * ``"approx"`` (Algorithm 7 + Lemma 23): Gaussian noise with sigma = 2 tau /
   sqrt(rho / T) per round (each round rho/T-zCDP, Lemma 22), with rho the
-  largest value whose conversion :func:`~dpstats.privacy.zcdp_to_approx_eps`
+  largest value whose conversion :func:`~dpstats.privacy.accounting.zcdp_to_approx_eps`
   (Bun & Steinke 2016, Lemma 3.6 and Proposition 1.3) is at most eps at the
   user's delta: (eps, delta)-DP.
 * ``"zcdp"`` (Algorithm 7, the paper's DPGDzCDP): rho-zCDP. Given ``rho=``,
@@ -67,11 +67,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import noise
-from ...design import CenteredUnitScale, Design, place_coefficients
-from ...noise import gaussian_mechanism, laplace_mechanism
-from ...privacy import DEFAULT_REPORT_DELTA, PrivacySpent, approx_to_zcdp_rho, zcdp_reported
-from ...uncertainty import infinite_cov, replicate_covariance
+from ...design.matrix import CenteredUnitScale, Design, place_coefficients
+from ...privacy import noise
+from ...privacy.accounting import DEFAULT_REPORT_DELTA, PrivacySpent, approx_to_zcdp_rho, zcdp_reported
+from ...privacy.noise import gaussian_mechanism, laplace_mechanism
+from ...uncertainty.intervals import infinite_cov, replicate_covariance
 from ..base import PrivacyRequest, Release
 from . import inference
 

@@ -4,8 +4,8 @@ The family: ``layout`` (public cells, default bins, thresholding),
 ``release`` (the one private step: noisy counts), ``cell_fits`` and
 ``weighted_fits`` (fits on the cells: post-processing), ``cell_moments``
 and ``inference`` (their standard errors: post-processing), ``mechanism``
-(``method="histogram"`` on a :class:`~dpstats.design.Design`). The front end
-``dpstats.noisy_histogram`` (dpstats/histogram.py) releases a histogram
+(``method="histogram"`` on a :class:`~dpstats.design.matrix.Design`). The front end
+``dpstats.noisy_histogram`` (dpstats/api/histogram_release.py) releases a histogram
 over named columns, on which any number of formulas can then be fitted at no
 further cost (Lei 2011, section 1 and section 4.1).
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...privacy import PrivacySpent
+from ...privacy.accounting import PrivacySpent
 from ..base import Release
 from .inference import (
     SE_NOTE,

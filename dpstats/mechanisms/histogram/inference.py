@@ -47,10 +47,10 @@ fit on the released weights minus the bias the bootstrap world shows: Efron &
 Tibshirani 1993, section 10.6), and its spread is that of
 ``2 T(W*) - T(M(W*))`` over replicates: the correction is itself noisy, and
 the spread of ``T(W*)`` alone would miss that (on the heteroskedastic design
-of dpstats/coverage.py at n = 1000, eps = 1, the corrected estimate's sd is
+of dpstats/uncertainty/coverage.py at n = 1000, eps = 1, the corrected estimate's sd is
 about 1.35 times the uncorrected one's). The pairs ``(W_r, M(W_r))`` have exact
 joint moments per cell, so the two statistics are drawn jointly. The
-replicates handed to dpstats/uncertainty.py are ``theta~ + (theta_c* -
+replicates handed to dpstats/uncertainty/intervals.py are ``theta~ + (theta_c* -
 theta_c)``: basic intervals are then ``[theta_c - q_hi, theta_c - q_lo]`` of
 the departures ``theta_c* - theta~``.
 
@@ -72,7 +72,7 @@ than the cut-off (``n / cells < A log(n) / eps``), most cells with rows hold a
 few of them and are thinned by the thresholding: zeroed in some releases, kept
 with a jump of the cut-off's size in others. The world has zeroed them for
 good, so its counts vary less than the truth's and the intervals are too
-narrow. Measured at eps = 1 on dpstats/coverage.py's symmetric design at n =
+narrow. Measured at eps = 1 on dpstats/uncertainty/coverage.py's symmetric design at n =
 1,000, over 200 data sets (benchmarks/bench_histogram_inference.py --sparse):
 with ``bins=25`` (0.46 cut-offs per cell) coverage 0.885 and 0.875, with
 ``bins=14`` (1.48) 0.94 and 0.94, at the default 9 bins (3.57) 0.96 and 0.965;
@@ -101,7 +101,7 @@ statsmodels' fair data (68% zeros, eps = 1) the estimate is QuantReg's 0 to
 
 A failed fit on the mapped weights, or a Hessian that is not positive definite
 (no cell straddles the fitted quantile), makes the interval fail: infinite
-variances (dpstats/uncertainty.py). A replicate whose refit fails is the
+variances (dpstats/uncertainty/intervals.py). A replicate whose refit fails is the
 mechanism's failure in the bootstrap world and is dropped.
 """
 
@@ -112,8 +112,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ... import noise
-from ...uncertainty import infinite_cov, replicate_covariance
+from ...privacy import noise
+from ...uncertainty.intervals import infinite_cov, replicate_covariance
 from .cell_moments import CellMoments
 from .weighted_fits import MAX_CONDITION, response_intervals
 

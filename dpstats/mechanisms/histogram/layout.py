@@ -2,7 +2,7 @@
 
 Everything here depends on declared metadata (bounds, levels, bins), the
 public n and eps only -- never on the data -- except :meth:`HistogramLayout.counts`,
-the true counts that dpstats/histogram.py releases with noise.
+the true counts that dpstats/api/histogram_release.py releases with noise.
 
 Cells (Lei 2011, section 2.2 and section 4.1): each numeric column is
 rescaled by its declared bounds and cut into K equal bins, the last one
@@ -39,7 +39,7 @@ numeric axis, with ``f = 1.5`` for least squares and ``f = 3`` for quantile
 regression. Quantile regression's score is bounded (Lei's condition B1), so
 cells of pure noise far from the fit barely move it and it affords finer bins;
 least squares' squared residuals give those cells leverage. The factors come
-from the coverage scan of dpstats/coverage.py's designs (two numeric axes, n =
+from the coverage scan of dpstats/uncertainty/coverage.py's designs (two numeric axes, n =
 1,000 and 10,000, eps = 1 and 5; benchmarks/bench_coverage.py). At n = 1,000
 and eps = 1 on the heteroskedastic design, ``f = 1`` covers the intercept in
 70-80% of samples for least squares and almost never for the median (binning
@@ -80,7 +80,7 @@ then counted there, not spread over the first or last bin: a median of 0 is
 0, not half a bin (tests/test_histogram.py). Where no rows lie at the bounds
 the two cells hold noise only, at the most extreme points of the axis,
 where a least-squares fit gives them leverage: on the heteroskedastic design
-of dpstats/coverage.py (n = 1,000, eps = 1) bound cells on the response
+of dpstats/uncertainty/coverage.py (n = 1,000, eps = 1) bound cells on the response
 lowered the coverage of the intercept from 0.95 to 0.87 (least squares) and
 0.81 (median). So they are declared, like the bounds, for the columns known
 to hold a mass at a bound, and none by default; the rule of thumb and the

@@ -18,10 +18,10 @@ the noise calibration, the thresholding and the default bins):
    thresholded noisy counts as weights (Algorithm 1, section 4.2).
 
 The counts are read through ``design.total`` (a sum over rows,
-dpstats/moments.py), so a Dask DataFrame's partitions count their rows on the
-workers (dpstats/distributed.py); the noise is added once to the total.
+dpstats/design/moments.py), so a Dask DataFrame's partitions count their rows on the
+workers (dpstats/distributed/dask_design.py); the noise is added once to the total.
 
-A :class:`~dpstats.design.Design` built without the formula front end (the
+A :class:`~dpstats.design.matrix.Design` built without the formula front end (the
 audit harness's designs from arrays) has no variables; its response and
 every non-intercept column are then binned as numeric variables over their
 bounds, and the intercept column is 1 at every cell.
@@ -53,9 +53,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from ...design import Design
-from ...quantiles import check_quantile
+from ...design.matrix import Design
 from ..base import PrivacyRequest, Release
+from ..quantiles import check_quantile
 from .cell_fits import CellFit, Encode, as_release, check_response, fit_on_cells
 from .layout import HistogramLayout, Threshold, build_layout, check_bound_cells, check_threshold
 from .release import HistogramRelease, release_cell_counts, release_histogram
@@ -82,7 +82,7 @@ def fit(
     """Release a perturbed histogram of ``design`` and fit on it (module docstring).
 
     ``q=None`` fits least squares; a number in (0, 1) fits that quantile, with
-    the ``response`` mode of :meth:`dpstats.histogram.NoisyHistogram.quantreg`.
+    the ``response`` mode of :meth:`dpstats.api.histogram_release.NoisyHistogram.quantreg`.
     """
     threshold = check_threshold(threshold)
     response = check_response(response)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ...noise import laplace_mechanism, make_rng, postprocessing_rng
-from ...privacy import PrivacySpent
+from ...privacy.accounting import PrivacySpent
+from ...privacy.noise import laplace_mechanism, make_rng, postprocessing_rng
 from .cell_moments import CountModel, count_model
 from .layout import HistogramLayout, Threshold, check_threshold, cutoff, thresholded
 
@@ -192,6 +192,6 @@ def release_cell_counts(
     kind: type[HistogramRelease] = HistogramRelease,
 ) -> HistogramRelease:
     """Release the exact cell ``counts`` of n rows in ``layout`` (summed over chunks of the rows where
-    they are partitioned: dpstats/moments.py)."""
+    they are partitioned: dpstats/design/moments.py)."""
     noisy = release_counts(rng, counts, eps)
     return kind(layout, n, eps, threshold, histogram_privacy(eps), noisy, postprocessing_rng(rng))

@@ -11,7 +11,7 @@ post-processing of the released histogram.
   uses the noisy counts as they are); the objective then has a minimiser only
   if ``X'WX`` is positive definite, so the fit fails (returns ``failed``)
   otherwise. An optional ``correction`` matrix is subtracted from ``X'WX``
-  (Sheppard's correction for grouped regressors, dpstats/histogram.py).
+  (Sheppard's correction for grouped regressors, dpstats/api/histogram_release.py).
 * Quantile regression: ``min_b sum_r w_r rho_q(y_r - x_r'b)`` with the check
   loss ``rho_q(u) = u (q - 1(u < 0))``, solved exactly as the linear program
 

@@ -102,8 +102,9 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import norm as normal
 
-from ... import noise, sandwich
-from ...uncertainty import infinite_cov, replicate_covariance
+from ...privacy import noise
+from ...uncertainty import sandwich
+from ...uncertainty.intervals import infinite_cov, replicate_covariance
 from . import sampler as kng_sampler
 
 DEFAULT_SHARE = {"ols": 0.3, "quantreg": 0.5}
@@ -185,7 +186,7 @@ def bread_budget(estimator: str, eps: float, n: int, bounds: np.ndarray) -> floa
     ``BREAD_PRECISION Delta / n`` makes S's noise scale ``n / BREAD_PRECISION``.
 
     The scaled columns' second moments are O(n) (a slope's centred one is
-    ``n var(u)``, 0.1 n in the heteroskedastic design of dpstats/coverage.py),
+    ``n var(u)``, 0.1 n in the heteroskedastic design of dpstats/uncertainty/coverage.py),
     so at that scale S~ is within a few % of S; a larger n eps then leaves the
     rest to the meat or kernel matrix; at least ``BREAD_FLOOR`` of the share,
     so that S~ tends to S as eps grows. Public: n, eps and the box only.
@@ -214,7 +215,7 @@ class Problem:
 
     ``total(statistic)`` sums a :data:`ScaledStatistic` over the n rows
     (``Design.total``: on one machine or over a Dask DataFrame's partitions,
-    dpstats/moments.py); ``gram`` is X'X when it is already summed.
+    dpstats/design/moments.py); ``gram`` is X'X when it is already summed.
     """
 
     total: Callable[[ScaledStatistic], np.ndarray]

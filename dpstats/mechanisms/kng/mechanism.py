@@ -78,8 +78,8 @@ the draw alone at the whole eps (the paper's algorithm) and the SEs are NaN.
 
 Least squares reads its rows only through ``design.total`` (X'X and X'v
 for the draw; X'X, the residual counts and the meat for the standard errors:
-sums over rows, dpstats/moments.py), so it runs on a Dask DataFrame's
-partitions (dpstats/distributed.py); quantile regression's chain evaluates
+sums over rows, dpstats/design/moments.py), so it runs on a Dask DataFrame's
+partitions (dpstats/distributed/dask_design.py); quantile regression's chain evaluates
 the check loss on every row at every step and needs the rows in one place.
 
 In the limit eps -> infinity the KNG density concentrates on the set where
@@ -103,11 +103,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import noise
-from ...design import Design
-from ...privacy import PrivacySpent
-from ...quantiles import check_quantile
+from ...design.matrix import Design
+from ...privacy import noise
+from ...privacy.accounting import PrivacySpent
 from ..base import MechanismSpec, PrivacyRequest, Release, refuse_rho
+from ..quantiles import check_quantile
 from . import inference
 from . import sampler as kng_sampler
 

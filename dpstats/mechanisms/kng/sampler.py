@@ -45,7 +45,7 @@ invariant.
 
 Everything runs on ``chains`` independent chains at once (rows of ``theta``),
 so that the goodness-of-fit tests can draw 10^5 outputs quickly; a fit uses one.
-Every random number comes from dpstats/noise.py.
+Every random number comes from dpstats/privacy/noise.py.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ... import noise
+from ...privacy import noise
 
 NORMS = ("linf", "l2", "l1")
 #: Proposals per chain of the exact least-squares sampler before it falls back to the chain.

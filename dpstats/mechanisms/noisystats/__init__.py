@@ -2,7 +2,7 @@
 
 ``mechanism`` holds the release and its sensitivity proofs; ``grouped`` runs it
 on many groups at once (one pass for the statistics, one batch of noise), for
-grouped fits (dpstats/grouping.py).
+grouped fits (dpstats/groups/partition.py).
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...design import CenteredUnitScale, Design
-from ...moments import GroupMoments
-from ...noise import laplace_mechanism
-from ...privacy import PrivacySpent
+from ...design.matrix import CenteredUnitScale, Design
+from ...design.moments import GroupMoments
+from ...privacy.accounting import PrivacySpent
+from ...privacy.noise import laplace_mechanism
 from ..base import PrivacyRequest, Release, failed_release
 from . import inference, repair
 from .mechanism import FAIL_REASON, NO_SE_NOTE, _split, centered_sensitivity
@@ -76,7 +76,7 @@ def fit_groups(
     """One release per group (module docstring); ``supports(design, privacy)`` must hold.
 
     ``changed_groups`` is how many groups one neighbour can change (1 with
-    public sizes, 2 otherwise: dpstats/grouping.py); it enters the claim that
+    public sizes, 2 otherwise: dpstats/groups/partition.py); it enters the claim that
     each release records, not the noise.
     """
     scale = CenteredUnitScale.from_design(design)
@@ -97,7 +97,7 @@ def fit_groups(
 def unit_group_moments(scale: CenteredUnitScale, design: Design, codes: np.ndarray, groups: int) -> GroupMoments:
     """Each group's moments of the rows ``(u, v)`` on the unit scale; ``codes[i]`` is row i's group, -1 for none.
 
-    The statistic a chunk of rows contributes (dpstats/grouped_distributed.py
+    The statistic a chunk of rows contributes (dpstats/distributed/by_group.py
     adds it over a Dask DataFrame's partitions).
     """
     U, v = scale.transform(design)

@@ -10,7 +10,7 @@ through the inverse. Both parts are reported:
    columns; then the HC meat ``sum_i r_i^2 w_i w_i'`` of the rows
    ``w_i = (1, u_i - c)`` with residuals at the released estimate, bounded by R:
    its residual sum of squares alone, then its other entries
-   (dpstats/sandwich.py: the releases, their sensitivities, the correction for
+   (dpstats/uncertainty/sandwich.py: the releases, their sensitivities, the correction for
    the residuals' privacy noise and the shrinkage of noise-swamped entries
    towards the homoskedastic meat). With the released S_xx these give the
    bread and the HC1 sandwich of (intercept, slopes): White's (1980)
@@ -31,7 +31,7 @@ through the inverse. Both parts are reported:
    repaired release is the truth the refits start from
    (dpstats/mechanisms/noisystats/repair.py), so the replicates have the
    repaired estimator's law. Standard errors are the replicates' spread.
-3. **Percentile intervals** (dpstats/uncertainty.py). The error is a ratio
+3. **Percentile intervals** (dpstats/uncertainty/intervals.py). The error is a ratio
    with a noisy denominator, skewed by the noise; the basic interval reflects
    that skew the wrong way and over-covers once the noise in S_xx is a tenth
    of S_xx or more (simulated with the exact noise laws: at 15% relative noise
@@ -48,8 +48,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import noise, sandwich
-from ...uncertainty import infinite_cov, replicate_covariance
+from ...privacy import noise
+from ...uncertainty import sandwich
+from ...uncertainty.intervals import infinite_cov, replicate_covariance
 from . import repair, structured
 
 DEFAULT_SHARE = 0.2
@@ -61,7 +62,7 @@ REPLICATES = 1000
 UnitStatistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """Sums of the rows ``(U, v)`` on the unit scale: what the standard errors read from the data."""
 UnitRows = Callable[[UnitStatistic], np.ndarray]
-"""A statistic of the unit-scale rows summed over all of them (``Design.total``, dpstats/moments.py)."""
+"""A statistic of the unit-scale rows summed over all of them (``Design.total``, dpstats/design/moments.py)."""
 
 SUM_SHARE = 0.1
 """With an intercept, the part of the standard errors' budget spent on the column sums."""
@@ -101,7 +102,7 @@ def release_centered_sandwich(
     are the exact column sums, released here with noise, or sums that were
     already released (``sums_released``: the first row of a released
     ``W'W``), which are not released again. The meat's sensitivity uses the
-    rows' one-hot ``blocks`` too (dpstats/sandwich.py, ``row_norms``); its
+    rows' one-hot ``blocks`` too (dpstats/uncertainty/sandwich.py, ``row_norms``); its
     statistic is summed by ``rows`` (a second pass over the data).
     """
     p = u_sum.size

@@ -46,10 +46,10 @@ meat is released and a parametric bootstrap through the mechanism's noise
 gives basic intervals covering the sampling error and the privacy noise.
 ``se_share=0`` releases nothing more and the standard errors are NaN.
 
-The rows are read only through ``design.total`` (dpstats/moments.py): the
+The rows are read only through ``design.total`` (dpstats/design/moments.py): the
 statistics below are sums over rows (the unit-scale moments, the uncentred
 cross-products, the residual meat at a released estimate), so a Dask
-DataFrame's partitions compute them on the workers (dpstats/distributed.py)
+DataFrame's partitions compute them on the workers (dpstats/distributed/dask_design.py)
 and everything from the sums to the release is this module's code.
 """
 
@@ -60,13 +60,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ... import noise, sandwich
-from ...design import CenteredUnitScale, Design, place_coefficients
-from ...intervals import product
-from ...moments import Moments
-from ...noise import laplace_mechanism
-from ...privacy import PrivacySpent
-from ...sandwich import from_upper_triangle, upper_triangle
+from ...design.bounds import product
+from ...design.matrix import CenteredUnitScale, Design, place_coefficients
+from ...design.moments import Moments
+from ...privacy import noise
+from ...privacy.accounting import PrivacySpent
+from ...privacy.noise import laplace_mechanism
+from ...uncertainty import sandwich
+from ...uncertainty.sandwich import from_upper_triangle, upper_triangle
 from ..base import PrivacyRequest, Release, failed_release
 from . import inference, repair, structured
 

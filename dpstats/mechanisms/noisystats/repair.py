@@ -73,7 +73,7 @@ import functools
 
 import numpy as np
 
-from ... import noise
+from ...privacy import noise
 
 SINGULAR = ("fail", "repair")
 """The values of NoisyStats' ``singular`` option: the paper's failure output, or this module's repair."""

@@ -1,7 +1,7 @@
 """NoisyStats for designs with categorical terms: sums by level, centred, with structural zeros.
 
 With an intercept and one-hot blocks (a categorical term's treatment dummies:
-every row has at most one 1 among them; dpstats/formula.py, ``one_hot_blocks``),
+every row has at most one 1 among them; dpstats/frontend/formula.py, ``one_hot_blocks``),
 the centred S_xx of the multivariate generalisation would spend its budget on
 p(p + 1)/2 entries, each of sensitivity 1 - 1/n: the noise grows with the
 square of the number of levels, and with 20 levels the noisy S_xx is not
@@ -78,7 +78,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import noise
+from ...privacy import noise
 from . import repair
 
 NAME = "W'W, W'y"

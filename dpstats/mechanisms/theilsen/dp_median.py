@@ -62,8 +62,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ... import noise
-from ...noise import gumbel, uniform
+from ...privacy import noise
+from ...privacy.noise import gumbel, uniform
 from .pair_counting import AllPairsCounter
 
 UTILITY_GRID = 257

@@ -84,7 +84,7 @@ import math
 
 import numpy as np
 
-from ... import noise
+from ...privacy import noise
 from .dp_median import CountOracle, SortedOracle, gap_distance
 from .matchings import rounds_max
 from .pair_estimates import n_pairs
@@ -169,7 +169,7 @@ def cell_utilities(oracle: CountOracle, edges: np.ndarray) -> np.ndarray:
 
 
 def exponential_draws(rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
-    """Standard exponential draws by inversion of uniform ones (through dpstats/noise.py)."""
+    """Standard exponential draws by inversion of uniform ones (through dpstats/privacy/noise.py)."""
     return -np.log1p(-noise.uniform(rng, 0.0, 1.0, size))
 
 

@@ -63,7 +63,7 @@ undercovers (measured 0.91-0.93 at n eps = 1000). For the intercept and slope,
 which combine two independently estimated densities, the fiducial mixture is
 conservative (the Behrens-Fisher effect), the more so the noisier g: the
 default share (:func:`default_share`) keeps g's relative noise near 15%.
-Intervals are the basic bootstrap ones (dpstats/uncertainty.py); the
+Intervals are the basic bootstrap ones (dpstats/uncertainty/intervals.py); the
 standard errors come from the replicates' quantiles
 (:func:`quantile_covariance`), since 1/g has heavy tails.
 
@@ -91,8 +91,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import noise
-from ...uncertainty import MIN_REPLICATES, finite_replicates, infinite_cov
+from ...privacy import noise
+from ...uncertainty.intervals import MIN_REPLICATES, finite_replicates, infinite_cov
 
 SHARE_RANGE = (0.25, 0.5)
 """Smallest and largest default part of eps spent on standard errors (unless the user sets ``se_share``)."""

@@ -11,7 +11,7 @@ and vertex V - 1 meets every circle vertex once: every edge of K_V appears in
 exactly one round.
 
 Rows and vertices. The rows are first shuffled by a uniformly random
-permutation (drawn through :mod:`dpstats.noise`), and vertex ``v < n`` is row
+permutation (drawn through :mod:`dpstats.privacy.noise`), and vertex ``v < n`` is row
 ``perm[v]``. For even n, V = n. For odd n a *phantom* vertex is added
 (V = n + 1) and it is the fixed vertex V - 1: in round ``r`` row ``perm[r]`` is
 paired with the phantom, i.e. it sits idle. Nothing is truncated, so one row
@@ -35,7 +35,7 @@ import numbers
 
 import numpy as np
 
-from ...noise import permutation
+from ...privacy.noise import permutation
 
 ALL = "all"
 
@@ -116,7 +116,7 @@ def sample_matchings(rng: np.random.Generator, n: int, k: int) -> tuple[np.ndarr
     """Algorithm 2's pairing: a uniform permutation of the rows and k of the rounds without replacement.
 
     Returns the row pairs ``(i, j)``. Both random draws go through
-    :func:`dpstats.noise.permutation`.
+    :func:`dpstats.privacy.noise.permutation`.
     """
     perm = permutation(rng, n)
     rounds = np.sort(permutation(rng, rounds_max(n))[:k])

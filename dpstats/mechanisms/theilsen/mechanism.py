@@ -1,7 +1,7 @@
 """DP Theil-Sen for one regressor plus intercept (Alabi, McMillan, Sarathy, Smith, Vadhan 2022, Alg. 2-5).
 
 The data are mapped to [0, 1]^2 by the declared bounds
-(:class:`~dpstats.design.CenteredUnitScale`, an exact affine map since the
+(:class:`~dpstats.design.matrix.CenteredUnitScale`, an exact affine map since the
 model has an intercept). The mechanism releases the predictions at x = 1/4 and
 x = 3/4 of the x range, p25 and p75, each as a DP median of pairwise
 estimates (Algorithm 2), and derives slope = 2 (p75 - p25) and intercept =
@@ -80,9 +80,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import noise
-from ...design import CenteredUnitScale, Design, place_coefficients
-from ...privacy import PrivacySpent
+from ...design.matrix import CenteredUnitScale, Design, place_coefficients
+from ...privacy import noise
+from ...privacy.accounting import PrivacySpent
 from ..base import PrivacyRequest, Release, refuse_rho
 from . import dp_median, grid_median, inference, matchings, release_laws, smooth_sensitivity, spread
 from .banded_pairs import all_pairs_vector

@@ -28,7 +28,7 @@ smooth_sensitivity.py give the mechanisms):
 All of these are local approximations: they hold when the mechanism's rank
 error (about 2 L / eps, or the (l + 1) L estimates Lemma 10 reads) is a
 small part of the P estimates, as it is for the n and eps where intervals are
-useful. The draws are post-processing and go through dpstats/noise.py.
+useful. The draws are post-processing and go through dpstats/privacy/noise.py.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from ... import noise
+from ...privacy import noise
 
 GRID_FOLDS = 12.0
 """Cells farther than GRID_FOLDS e-folds of weight from m are left out of :func:`grid_errors` (weight < 7e-6)."""

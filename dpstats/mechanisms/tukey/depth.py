@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from ... import noise
+from ...privacy import noise
 
 
 def sorted_projections(models: np.ndarray) -> np.ndarray:
@@ -146,7 +146,7 @@ def sample_restricted(
     point is uniform in it: coordinates before j uniform on the depth ``> i``
     side, coordinate j uniform on the two end gaps together, coordinates after
     j uniform on the depth ``>= i`` side (Amin et al. 2023, section 3.3 and
-    Lemma 3.9). All draws go through dpstats/noise.py. Returns ``(d,)`` for
+    Lemma 3.9). All draws go through dpstats/privacy/noise.py. Returns ``(d,)`` for
     ``size=None``, else ``(size, d)``. At least one piece must have positive
     volume (the caller checks :func:`restricted_mass_is_positive`).
     """

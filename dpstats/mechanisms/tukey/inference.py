@@ -73,7 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from ... import noise
+from ...privacy import noise
 from . import default_m
 from . import depth as td
 

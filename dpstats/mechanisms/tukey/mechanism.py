@@ -6,7 +6,7 @@ Brown, Gaboardi, Smith, Ullman, Zakynthinou (2021), Algorithm 1 and Lemma 3.8.
 ``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None)``:
 
 1. Partition (tukey_models.py): a uniformly random permutation, drawn through
-   dpstats/noise.py, splits the n rows into m disjoint batches of ``floor(n/m)``
+   dpstats/privacy/noise.py, splits the n rows into m disjoint batches of ``floor(n/m)``
    or ``ceil(n/m)`` rows; OLS on each batch gives m models in R^d (d design
    columns, intercept included), their ties broken by a tiny jitter.
    ``floor(n/m) >= d`` is required.
@@ -14,7 +14,7 @@ Brown, Gaboardi, Smith, Ullman, Zakynthinou (2021), Algorithm 1 and Lemma 3.8.
    regions of depth >= i, all in log space (tukey_depth.py; Definition 2.5,
    Lemma 3.3).
 3. PTR with eps1 = eps/2: the distance lower bound D (below) is released as
-   ``D + Lap(1/eps1)`` (:func:`~dpstats.noise.laplace_mechanism`, sensitivity 1)
+   ``D + Lap(1/eps1)`` (:func:`~dpstats.privacy.noise.laplace_mechanism`, sensitivity 1)
    and the test passes iff the noisy value exceeds ``log(1/(2 delta)) / eps1``.
    A refused test is the paper's ⊥: a failed result with NaN estimates, the
    budget spent. (The public code draws the noise with scale eps1 instead of
@@ -103,10 +103,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ... import noise
-from ...design import Design
-from ...noise import exponential_mechanism_point_release, laplace_mechanism
-from ...privacy import PrivacySpent
+from ...design.matrix import Design
+from ...privacy import noise
+from ...privacy.accounting import PrivacySpent
+from ...privacy.noise import exponential_mechanism_point_release, laplace_mechanism
 from ..base import PrivacyRequest, Release, failed_release, refuse_rho
 from . import depth as td
 from . import inference

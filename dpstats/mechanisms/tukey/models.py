@@ -4,7 +4,7 @@ Amin, Joseph, Ribero, Vassilvitskii (2023), Algorithm 2, lines 1-4: shuffle the
 rows, split them into m disjoint batches and fit OLS on each. Here every row
 is used: the batches hold ``floor(n/m)`` or ``ceil(n/m)`` rows (the public code
 drops the ``n mod m`` left over). The permutation is drawn through
-dpstats/noise.py and does not depend on the data.
+dpstats/privacy/noise.py and does not depend on the data.
 
 What the privacy proof needs (dpstats/mechanisms/tukey/mechanism.py): each model is a
 function of its own batch only (and of data-independent draws), computed the
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import noise
+from ...privacy import noise
 
 #: Models are clipped to +-MODEL_LIMIT, so that box side lengths and their logs stay finite.
 MODEL_LIMIT = 1e150

@@ -115,7 +115,7 @@ test_that("save and load keep the account, in the Python package's file format, 
   expect_error(dp_ols(foodexp ~ income, data = spy, eps = 0.5, bounds = ENGEL_BOUNDS, budget = back),
                "refused before any data were read")
   expect_identical(spied(spy), character())
-  python <- reticulate::import("dpstats.budget")$PrivacyBudget$load(path)  # the same file from Python
+  python <- reticulate::import("dpstats.privacy.budget")$PrivacyBudget$load(path)  # the same file from Python
   expect_equal(python$spent$eps, 0.75)
   if (requireNamespace("jsonlite", quietly = TRUE)) {
     expect_identical(jsonlite::fromJSON(path)$format, "dpstats.PrivacyBudget")

@@ -1,0 +1,403 @@
+"""The public entry points: formula -> design -> mechanism -> results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+import pandas as pd
+
+from ..distributed.by_group import fit_by_group as fit_dask_by_group
+from ..distributed.dask_design import dask_design, is_dask
+from ..frontend.formula import build_design
+from ..frontend.metadata import check_bounds
+from ..groups.fit import fit_by_group
+from ..groups.grouped_results import DPGroupedResults
+from ..groups.partition import declare_groups
+from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
+from ..mechanisms.quantiles import check_quantiles
+from ..planning.facts import PublicFacts
+from ..planning.selection import choose
+from ..privacy.accounting import PrivacySpent, check_budget, check_delta, check_eps, check_share
+from ..privacy.budget import Accountant, check_accountant, requested_spend
+from ..privacy.noise import RandomState, make_rng
+from ..results.quantile_fits import DPQuantileFits
+from ..results.regression import DPRegressionResults
+
+
+def dp_ols(
+    formula: str,
+    data: pd.DataFrame,
+    eps: float | None = None,
+    bounds: Mapping[str, Sequence[float]] | None = None,
+    levels: Mapping[str, Sequence] | None = None,
+    method: str = "auto",
+    delta: float = 0.0,
+    random_state: RandomState = None,
+    missing: str = "impute",
+    *,
+    rho: float | None = None,
+    se_share: float | None = None,
+    budget: Accountant | None = None,
+    by: str | None = None,
+    groups: Sequence | None = None,
+    group_sizes: Mapping | None = None,
+    count_share: float | None = None,
+    n_jobs: int | None = None,
+    **options: object,
+) -> DPRegressionResults | DPGroupedResults:
+    """Differentially private least squares from a formula.
+
+    Parameters
+    ----------
+    formula : patsy formula, e.g. ``"y ~ x + C(region)"``, of row-wise maps
+        only (dpstats/frontend/grammar.py): column names, numbers,
+        ``+ - * / **``, comparisons, the element-wise functions ``np.log``,
+        ``np.log1p``, ``np.exp``, ``np.sqrt``, ``np.abs``, ``np.sin``, ...,
+        ``I()``, ``Q()``, ``C()`` with patsy's contrasts, interactions and
+        ``- 1``. Anything that reads other rows (``x.mean()``, ``np.roll``,
+        ranks, cumulative sums, ``center``, ``standardize``) is refused before
+        the data are read.
+    data : DataFrame (or dict of columns) holding the private rows, or a
+        dask DataFrame (``pip install "dpstats[dask]"``) for the methods whose
+        statistics are sums over rows: dpstats/distributed/dask_design.py.
+    eps : total privacy budget of the call (> 0, finite). What is reported
+        never exceeds it.
+    bounds : public bounds ``{name: (lower, upper)}`` for every numeric variable
+        (or expression) the formula uses; the data are clipped to them.
+    levels : public levels ``{name: [...]}`` of every categorical variable.
+    method : ``"auto"`` or a registered mechanism (``"noisystats"``).
+    delta : for approximate-DP mechanisms; must be 0 for pure ones.
+    random_state : None (fresh OS entropy), an int, or a numpy Generator.
+    rho : for a zCDP mechanism (``method="gradient", variant="zcdp"``), the
+        rho of rho-zCDP, given instead of eps; a zCDP mechanism given eps and
+        delta uses the largest rho that meets them (dpstats/privacy/accounting.py).
+    se_share : the part of the budget spent on what the standard errors need
+        (a noisy residual spread, say), in [0, 1); None takes the mechanism's
+        default, 0 spends nothing on them (then only what post-processing of
+        the point release gives for free is reported, NaN otherwise). The
+        split is listed in ``res.privacy.split``; the whole still adds up to
+        eps.
+    missing : ``"impute"`` (default) gives every bad cell a row-wise
+        treatment, so that no private row can make the call raise: a missing,
+        non-finite or non-numeric numeric cell becomes the midpoint of its
+        declared bounds (infinities the bound they pass), an undeclared or
+        missing level the first declared level (dpstats/frontend/cells.py). The
+        guarantee is unchanged; the estimate is biased towards the imputed
+        values, so inspect the data first (:func:`dpstats.inspect`).
+        ``"raise"`` is the curator's opt-in: it raises on the first bad cell,
+        and that error describes confidential data (never for publication).
+    budget : a :class:`~dpstats.privacy.budget.PrivacyBudget` the call is charged to.
+        The call is refused (``BudgetExceeded``, a ValueError) before any data
+        are read when it could overspend it; otherwise what ``res.privacy``
+        reports is added to its ledger (dpstats/privacy/budget.py: the composition
+        rules). eps is still required: it never defaults to what is left.
+    by, groups : a grouped (small-area) fit: one fit per declared key
+        ``groups`` of the column ``by``, returned as a
+        :class:`~dpstats.groups.grouped_results.DPGroupedResults`. Rows whose key is
+        not declared (NaN, another type) are dropped row-wise; a declared
+        group with no rows gets a release like any other. On a dask
+        DataFrame: the methods that run on one, with the pandas call's
+        release (dpstats/distributed/by_group.py).
+    group_sizes : ``{key: size}``, declared public group sizes: each group
+        then spends the whole eps (parallel composition). Without it each
+        group spends eps/2 (a replaced row can leave one group and join
+        another), part of it (``count_share``, default 0.1) on a noisy size.
+        dpstats/groups/partition.py states and proves the guarantee.
+    n_jobs : worker processes for the group-by-group fits (None: a pool of
+        every core when the data are large, 1: none). Where processes start
+        by "spawn" (macOS, Windows) a script that uses the pool needs the
+        usual ``if __name__ == "__main__":`` guard.
+    **options : the mechanism's hyperparameters.
+
+    Neighbouring datasets differ in one row and have the same n (public).
+    """
+    eps, rho = check_budget(eps, rho)
+    accountant = check_accountant(budget)
+    privacy = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
+    plan = _plan("ols", privacy, method, options)
+    _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
+    if by is not None:
+        grouped = _grouped_call(plan, by, groups, group_sizes, count_share, missing)
+        return _charged(
+            accountant,
+            plan,
+            lambda: grouped("ols", formula, data, bounds, levels, random_state, n_jobs),
+            formula=formula,
+        )
+    return _charged(
+        accountant,
+        plan,
+        lambda: _fit("ols", formula, data, plan, bounds, levels, random_state, missing),
+        formula=formula,
+    )
+
+
+def dp_quantreg(
+    formula: str,
+    data: pd.DataFrame,
+    q: float | Sequence[float] = 0.5,
+    *,
+    eps: float,
+    bounds: Mapping[str, Sequence[float]] | None = None,
+    levels: Mapping[str, Sequence] | None = None,
+    method: str = "auto",
+    delta: float = 0.0,
+    random_state: RandomState = None,
+    missing: str = "impute",
+    se_share: float | None = None,
+    budget: Accountant | None = None,
+    by: str | None = None,
+    groups: Sequence | None = None,
+    group_sizes: Mapping | None = None,
+    count_share: float | None = None,
+    n_jobs: int | None = None,
+    **options: object,
+) -> DPRegressionResults | DPQuantileFits | DPGroupedResults:
+    """Differentially private quantile regression from a formula.
+
+    Parameters
+    ----------
+    formula, data, bounds, levels, delta, random_state, missing, se_share : as
+        for :func:`dp_ols`. Bounds are needed for the response and every numeric
+        variable (the data are clipped to them and they define the scaled
+        problem of the mechanism).
+    q : the quantile tau in (0, 1), or a list of distinct quantiles.
+    eps : total privacy budget of the call; with several quantiles it is split
+        evenly between them (basic composition), and the split is reported.
+    method : ``"auto"`` (the K-norm gradient mechanism, ``"kng"``) or another
+        registered quantile-regression mechanism.
+    **options : the mechanism's hyperparameters; for ``"kng"``: ``norm``
+        (``"linf"``, ``"l2"``, ``"l1"``), ``B`` (the radius of the domain
+        ``||theta||_1 <= B`` on the scaled problem, default 2) and ``steps``
+        (the chain length; see dpstats/mechanisms/kng/mechanism.py).
+
+    budget : a :class:`~dpstats.privacy.budget.PrivacyBudget`, as for :func:`dp_ols`;
+        several quantiles are one release, charged once with the call's eps.
+    by, groups, group_sizes, count_share, n_jobs : a grouped fit, as for
+        :func:`dp_ols` (one quantile).
+
+    Returns a :class:`~dpstats.results.regression.DPRegressionResults` for one quantile,
+    a :class:`~dpstats.results.quantile_fits.DPQuantileFits` for a list.
+    """
+    quantiles = check_quantiles(q)
+    eps, delta, share = check_eps(eps), check_delta(delta), check_share(se_share)
+    accountant = check_accountant(budget)
+    plan = _plan("quantreg", PrivacyRequest(eps=eps, delta=delta, se_share=share), method, options)
+    _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
+    if by is not None:
+        if not isinstance(quantiles, float):
+            raise ValueError("a grouped fit (by=) takes one quantile q")
+        grouped = _grouped_call(plan, by, groups, group_sizes, count_share, missing)
+        tau = quantiles
+        return _charged(
+            accountant,
+            plan,
+            lambda: grouped("quantreg", formula, data, bounds, levels, random_state, n_jobs, tau),
+            formula=formula,
+            q=(tau,),
+        )
+    if isinstance(quantiles, float):
+        tau = quantiles
+        return _charged(
+            accountant,
+            plan,
+            lambda: _fit("quantreg", formula, data, plan, bounds, levels, random_state, missing, tau),
+            formula=formula,
+            q=(tau,),
+        )
+    multi = quantiles
+    return _charged(
+        accountant,
+        plan,
+        lambda: _several_quantiles(formula, data, multi, plan, bounds, levels, random_state, missing),
+        formula=formula,
+        q=multi,
+    )
+
+
+def _several_quantiles(
+    formula: str,
+    data: pd.DataFrame,
+    quantiles: tuple[float, ...],
+    plan: _Plan,
+    bounds: Mapping[str, Sequence[float]] | None,
+    levels: Mapping[str, Sequence] | None,
+    random_state: RandomState,
+    missing: str,
+) -> DPQuantileFits:
+    """Each quantile with an equal part of the budget (basic composition); the call reports the whole."""
+    rng = make_rng(random_state)  # one stream for all quantiles: their noise is independent
+    eps, delta, k = float(plan.privacy.eps or 0.0), plan.privacy.delta, len(quantiles)
+    part = replace(plan, privacy=replace(plan.privacy, eps=eps / k, delta=delta / k))
+    fits = tuple(_fit("quantreg", formula, data, part, bounds, levels, rng, missing, tau) for tau in quantiles)
+    split = tuple((f"q={tau:g}", eps / k) for tau in quantiles)
+    caveats = tuple(dict.fromkeys(c for fit in fits for c in fit.privacy.caveats))  # each once, in order
+    spent = PrivacySpent(
+        notion="pure" if delta == 0 else "approx",
+        eps=eps,
+        delta=delta,
+        split=split,
+        caveats=caveats,
+        proven=all(fit.privacy.proven for fit in fits),
+    )
+    return DPQuantileFits(quantiles=quantiles, fits=fits, privacy=spent)
+
+
+def planned_spend(
+    estimator: str,
+    *,
+    eps: float | None = None,
+    delta: float = 0.0,
+    rho: float | None = None,
+    method: str = "auto",
+    se_share: float | None = None,
+    **options: object,
+) -> PrivacySpent:
+    """The most a ``dp_ols`` (``estimator="ols"``) or ``dp_quantreg`` call with these public inputs can
+    report: what a :class:`~dpstats.privacy.budget.PrivacyBudget` checks before the call reads any data."""
+    if estimator not in ("ols", "quantreg"):
+        raise ValueError("estimator must be 'ols' or 'quantreg'")
+    eps, rho = check_budget(eps, rho)
+    request = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
+    plan = _plan(estimator, request, method, options)
+    return requested_spend(plan.notion, eps, plan.privacy.delta, rho)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The public part of a call, checked before any data are read.
+
+    ``spec`` is None for ``method="auto"`` (chosen once n is known); ``notion``
+    is what the call will report ("pure", "approx" or "zcdp"), known already.
+    """
+
+    spec: MechanismSpec | None
+    hyper: Mapping[str, object]
+    need_bounds: bool
+    notion: str
+    privacy: PrivacyRequest = field(repr=False)
+
+
+def _plan(estimator: str, privacy: PrivacyRequest, method: str, options: Mapping[str, object]) -> _Plan:
+    """Every check of the method, its options and the privacy request (public inputs only)."""
+    if method == "auto":
+        if options:
+            raise ValueError(f"options {sorted(options)} need an explicit method=...")
+        if privacy.rho is not None:
+            raise ValueError("method='auto' takes eps (and delta); rho is for method='gradient', variant='zcdp'")
+        return _Plan(None, {}, True, "approx" if privacy.delta > 0 else "pure", privacy)
+    spec = get_mechanism(method, estimator)
+    hyper = spec.check_options(options)
+    spec.check_privacy(privacy, hyper)
+    return _Plan(spec, hyper, spec.needs_bounds, spec.notion(privacy, hyper), privacy)
+
+
+Result = TypeVar("Result", DPRegressionResults, DPQuantileFits, DPGroupedResults)
+
+
+def _check_ungrouped(by: str | None, groups: object, group_sizes: object, count_share: object, n_jobs: object) -> None:
+    """The grouping arguments need ``by=``; ``n_jobs`` is a positive number of processes."""
+    if by is None and any(v is not None for v in (groups, group_sizes, count_share, n_jobs)):
+        raise ValueError("groups, group_sizes, count_share and n_jobs are for a grouped fit: pass by='<column>'")
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1):
+        raise ValueError("n_jobs must be None or a positive integer")
+
+
+def _grouped_call(
+    plan: _Plan,
+    by: str,
+    groups: Sequence | None,
+    group_sizes: Mapping | None,
+    count_share: float | None,
+    missing: str,
+) -> Callable[..., DPGroupedResults]:
+    """Check a grouped call's public inputs; return the fit to run (dpstats/groups/fit.py)."""
+    declaration = declare_groups(by, groups, group_sizes, count_share)
+    if missing != "impute":
+        raise ValueError("a grouped fit imputes bad cells row-wise (missing='impute'): its pad rows are missing cells")
+    if plan.privacy.rho is not None or plan.notion == "zcdp":
+        raise ValueError("a grouped fit takes eps (and delta), not rho, and composes its groups as (eps, delta)-DP")
+
+    def run(estimator, formula, data, bounds, levels, random_state, n_jobs, q=None) -> DPGroupedResults:
+        checked = dict(spec=plan.spec, hyper=plan.hyper, privacy=plan.privacy, notion=plan.notion)
+        call = dict(need_bounds=plan.need_bounds, bounds=bounds, levels=levels, random_state=random_state, q=q)
+        if is_dask(data):  # the rows stay on the workers: dpstats/distributed/by_group.py
+            return fit_dask_by_group(estimator, formula, data, declaration, **checked, **call)
+        return fit_by_group(estimator, formula, data, declaration, n_jobs=n_jobs, **checked, **call)
+
+    return run
+
+
+def _charged(
+    budget: Accountant | None,
+    plan: _Plan,
+    release: Callable[[], Result],
+    *,
+    formula: str,
+    q: tuple[float, ...] | None = None,
+) -> Result:
+    """Run ``release`` charged to ``budget``: refused before it reads any data if it could overspend,
+    recorded with what its result reports once it has released (a raise records nothing)."""
+    if budget is None:
+        return release()
+    request = plan.privacy
+    budget.check(requested_spend(plan.notion, request.eps, request.delta, request.rho))
+    res = release()
+    fits = res.fits if isinstance(res, DPQuantileFits | DPGroupedResults) else (res,)
+    budget.record(
+        res.privacy,
+        formula=formula,
+        estimator=fits[0].estimator,
+        method=fits[0].method,
+        q=q,
+        failed=any(fit.failed for fit in fits),
+    )
+    return res
+
+
+def _fit(
+    estimator: str,
+    formula: str,
+    data: pd.DataFrame,
+    plan: _Plan,
+    bounds: Mapping[str, Sequence[float]] | None,
+    levels: Mapping[str, Sequence] | None,
+    random_state: RandomState,
+    missing: str,
+    q: float | None = None,
+) -> DPRegressionResults:
+    """One fit of a checked plan: the first step that reads the data is ``build_design``;
+    ``method="auto"`` chooses from n, the budget and the design's shape, which
+    the formula and the declarations alone decide (dpstats/planning/)."""
+    privacy, spec, hyper, reason = plan.privacy, plan.spec, plan.hyper, None
+    rng = make_rng(random_state)
+    if is_dask(data):  # the rows stay on the workers: dpstats/distributed/dask_design.py
+        design, formula_spec = dask_design(formula, data, bounds, levels, spec, estimator, plan.need_bounds, missing)
+    else:
+        design, formula_spec = build_design(
+            formula, data, bounds, levels, need_bounds=plan.need_bounds, missing=missing
+        )
+    if spec is None:
+        choice = choose(PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share))
+        reason = choice.reason
+        spec = get_mechanism(choice.method, estimator)
+        hyper = spec.check_options(choice.options)
+        spec.check_privacy(privacy, hyper)
+    spec.check_design(design)
+    quantile = {} if q is None else {"q": q}  # quantile regression: the mechanism's fit gets q
+    release = spec.fit(design, privacy, rng, **hyper, **quantile)
+    return DPRegressionResults.from_release(
+        release,
+        estimator=estimator,
+        spec=formula_spec,
+        y_name=design.y_name,
+        method=spec.name,
+        method_title=spec.title,
+        citation=spec.citation,
+        nobs=design.n,
+        declared_bounds=check_bounds(bounds),
+        hyperparameters=hyper,
+        method_reason=reason,
+    )

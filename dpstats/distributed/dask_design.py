@@ -1,0 +1,134 @@
+"""Fits on a Dask DataFrame: sufficient statistics on the workers, the noise added once on the client.
+
+``dp_ols`` and ``dp_quantreg`` accept a ``dask.dataframe.DataFrame`` (the
+optional extra ``pip install "dpstats[dask]"``) for the mechanisms whose
+release is a function of sums over rows (``MechanismSpec.distributed``):
+NoisyStats (least squares), the perturbed histogram (least squares and
+quantile regression) and KNG least squares. Such a mechanism reads its rows
+only through ``Design.total(statistic)`` (dpstats/design/moments.py). Here the
+design's ``chunks`` apply ``statistic`` to each partition on the workers,
+after the same front end as for pandas (the formula, a whitelist of row-wise
+maps, dpstats/frontend/grammar.py; the declared bounds and levels; clipping and
+the row-wise imputation of bad cells, dpstats/frontend/cells.py): a row's treatment
+depends on that row alone, so building the design per partition gives the
+rows of the design of the whole. The partial sums are added on the workers
+(a binary tree of ``dask.delayed`` additions) and only their total reaches
+the client, where the mechanism adds its noise once: the code from the sums
+to the release is the pandas path's, so the same ``random_state`` gives the
+same release up to the order of floating-point summation.
+
+Privacy is that of the pandas call, with the same contract: n is public
+(replace-one neighbours, docs/DESIGN.md section 2), counted as ``len`` of the
+DataFrame, and the error for fewer than 2 rows is the pandas path's. A
+mechanism may read the rows several times (NoisyStats' standard errors need
+the residual meat at the released estimate: a second pass over the data),
+each time for a sum at public, already released values.
+
+Mechanisms that need every row in one place (Theil-Sen's pairs, Tukey depth,
+the gradient methods' passes, KNG quantile regression's chain) are refused
+before any data are read, with the alternatives named; so is
+``method="auto"``, whose choice could fall on one of them. Grouped calls
+(``by=``) on a dask DataFrame are in dpstats/distributed/by_group.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pandas as pd
+
+from ..design.matrix import Design, Statistic
+from ..frontend.formula import FormulaSpec, build_design
+from ..mechanisms import REGISTRY, MechanismSpec
+
+
+def is_dask(data: object) -> bool:
+    """Whether ``data`` is a Dask collection (without importing dask)."""
+    return type(data).__module__.split(".")[0] in ("dask", "dask_expr")
+
+
+def supported(estimator: str) -> list[str]:
+    """The mechanisms that fit ``estimator`` on a Dask DataFrame."""
+    return [name for name, spec in REGISTRY.items() if estimator in spec.distributed]
+
+
+def check_method(spec: MechanismSpec | None, estimator: str) -> None:
+    """Refuse, before any data are read, a method that needs every row in one place."""
+    names = ", ".join(repr(name) for name in supported(estimator))
+    if spec is None:
+        raise ValueError(
+            f"method='auto' is not available for a dask DataFrame; pass method= one of {names} "
+            "(their statistics are sums over rows, computed on the workers)"
+        )
+    if estimator not in spec.distributed:
+        raise ValueError(
+            f"method={spec.name!r} needs every row in one place and does not run on a dask DataFrame; "
+            f"use method= one of {names}, or .compute() the data into a pandas DataFrame if it fits in memory"
+        )
+
+
+def dask_design(
+    formula: str,
+    data: Any,
+    bounds: Mapping[str, Sequence[float]] | None,
+    levels: Mapping[str, Sequence] | None,
+    spec: MechanismSpec | None,
+    estimator: str,
+    need_bounds: bool,
+    missing: str,
+) -> tuple[Design, FormulaSpec]:
+    """The design of ``formula`` on a Dask DataFrame: public metadata here, the rows on the workers.
+
+    The formula is checked and the design's columns, bounds and blocks built
+    on the DataFrame's empty ``_meta`` (its column names and dtypes); n is
+    the number of rows (public); ``chunks`` sums a statistic over the partitions.
+    """
+    check_method(spec, estimator)
+    if not isinstance(getattr(data, "_meta", None), pd.DataFrame):
+        raise TypeError("data: a dask DataFrame is needed (not a dask Series or Array)")
+    build = functools.partial(_partition_design, formula, bounds, levels, need_bounds, missing)
+    public, formula_spec = build(data._meta)
+    n = len(data)
+    if n < 2:
+        raise ValueError("data must have at least 2 rows")
+    design = replace(public, y=None, X=None, rows=n, chunks=functools.partial(_total, data, build))
+    return design, formula_spec
+
+
+def _partition_design(
+    formula: str,
+    bounds: Mapping[str, Sequence[float]] | None,
+    levels: Mapping[str, Sequence] | None,
+    need_bounds: bool,
+    missing: str,
+    partition: pd.DataFrame,
+) -> tuple[Design, FormulaSpec]:
+    """The design of one partition (any number of rows), by the pandas front end."""
+    return build_design(formula, partition, bounds, levels, need_bounds=need_bounds, missing=missing, min_rows=0)
+
+
+def _partition_total(partition: pd.DataFrame, build: Callable, statistic: Statistic) -> Any:
+    """``statistic`` of one partition's design (runs on a worker)."""
+    design, _ = build(partition)
+    return statistic(design)
+
+
+def _total(data: Any, build: Callable, statistic: Statistic) -> Any:
+    """``statistic`` added over the partitions of ``data``: partial sums on the workers, one total returned."""
+    import dask
+
+    return tree_sum([dask.delayed(_partition_total)(part, build, statistic) for part in data.to_delayed()])
+
+
+def tree_sum(parts: list[Any]) -> Any:
+    """The sum of delayed partial results, added on the workers in a binary tree; only the total is returned."""
+    import dask
+
+    while len(parts) > 1:
+        pairs = [dask.delayed(operator.add)(a, b) for a, b in zip(parts[::2], parts[1::2], strict=False)]
+        parts = pairs + parts[2 * len(pairs) :]
+    return dask.compute(parts[0])[0]

@@ -1,0 +1,51 @@
+"""Public metadata of a call: declared bounds and levels, validated before any data are read."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..design.bounds import Interval
+
+
+def check_bounds(bounds: Mapping[str, Sequence[float]] | None) -> dict[str, Interval]:
+    """Validate ``bounds``: a mapping name -> (lo, hi), finite with lo < hi."""
+    if bounds is None:
+        return {}
+    if not isinstance(bounds, Mapping):
+        raise TypeError("bounds must be a dict mapping variable names to (lower, upper)")
+    checked: dict[str, Interval] = {}
+    for name, pair in bounds.items():
+        try:
+            lo, hi = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            raise TypeError(f"bounds[{name!r}] must be a pair of numbers (lower, upper)") from None
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ValueError(f"bounds[{name!r}] must be finite")
+        if not lo < hi:
+            raise ValueError(f"bounds[{name!r}] must have lower < upper")
+        checked[str(name)] = (lo, hi)
+    return checked
+
+
+def check_levels(levels: Mapping[str, Sequence] | None) -> dict[str, tuple]:
+    """Validate ``levels``: a mapping name -> non-empty sequence of distinct levels."""
+    if levels is None:
+        return {}
+    if not isinstance(levels, Mapping):
+        raise TypeError("levels must be a dict mapping variable names to lists of levels")
+    checked: dict[str, tuple] = {}
+    for name, values in levels.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence | np.ndarray | pd.Index):
+            raise TypeError(f"levels[{name!r}] must be a list of levels")
+        # numpy scalars (levels from df[col].unique()) become Python ones, for JSON and the summary
+        values = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
+        if len(values) == 0:
+            raise ValueError(f"levels[{name!r}] must not be empty")
+        if len(set(values)) != len(values):
+            raise ValueError(f"levels[{name!r}] has duplicated levels")
+        checked[str(name)] = values
+    return checked

@@ -1,0 +1,238 @@
+"""A grouped call: each declared group's rows brought to its public size, one design, one fit per group.
+
+The privacy of it (keys, sizes, the budget per group, the proof) is in
+dpstats/groups/partition.py. Here: the data are mapped to groups row-wise, each group
+keeps its first m_g rows or is padded with rows of missing cells (imputed
+row-wise by the front end, dpstats/frontend/cells.py), one design is built for all
+groups at once, and every group gets the ungrouped mechanism at its size:
+NoisyStats in one vectorised batch where it applies
+(dpstats/mechanisms/noisystats/grouped.py), the other mechanisms group by
+group, on a process pool when the work is large. Each group's generator is
+spawned from the call's (``Generator.spawn``), so the results do not depend
+on the pool or the number of workers. A dask DataFrame goes to
+dpstats/distributed/by_group.py, which builds on :func:`assemble` and
+:func:`fit_one` (``n_jobs`` plays no part there).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from ..design.matrix import Design
+from ..frontend.formula import FormulaSpec, build_design
+from ..frontend.metadata import check_bounds
+from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
+from ..mechanisms.base import Release, failed_release
+from ..mechanisms.noisystats import grouped as noisystats_grouped
+from ..planning.facts import PublicFacts
+from ..planning.selection import choose
+from ..privacy.accounting import PrivacySpent
+from ..privacy.noise import RandomState, make_rng
+from .grouped_results import DPGroupedResults
+from .partition import GroupBudget, GroupDeclaration, group_budget, group_codes, layout, target_sizes
+
+#: From this many rows (over all groups) the group-by-group fits run on a process pool by default.
+POOL_ROWS = 500_000
+#: From this many groups a progress bar shows (tqdm, where installed).
+PROGRESS_GROUPS = 2_000
+
+
+def fit_by_group(
+    estimator: str,
+    formula: str,
+    data: pd.DataFrame,
+    declaration: GroupDeclaration,
+    *,
+    spec: MechanismSpec | None,
+    hyper: Mapping[str, object],
+    privacy: PrivacyRequest,
+    notion: str,
+    need_bounds: bool,
+    bounds: Mapping[str, Sequence[float]] | None,
+    levels: Mapping[str, Sequence] | None,
+    random_state: RandomState,
+    n_jobs: int | None,
+    q: float | None = None,
+) -> DPGroupedResults:
+    """One release per declared group (module docstring); public inputs were checked by the caller."""
+    budget = group_budget(privacy, declaration, notion)
+    count_rng, fit_rng = make_rng(random_state).spawn(2)
+    request, reason = budget.request, None
+    frame = pd.DataFrame(data)
+    if declaration.by not in frame.columns:
+        raise ValueError(f"by={declaration.by!r} is not a column of the data")
+    codes = group_codes(frame[declaration.by], declaration.keys)
+    sizes = target_sizes(declaration, codes, budget.count_eps, count_rng)
+    kept, _ = layout(codes, sizes)
+    design, formula_spec = build_design(
+        formula, _padded(frame, kept, codes, sizes), bounds, levels, need_bounds=need_bounds, missing="impute"
+    )
+    if spec is None:
+        typical = int(np.median(sizes))  # the typical group's public size decides
+        facts = replace(PublicFacts.of(design, request.eps, request.delta, estimator, request.se_share), n=typical)
+        choice = choose(facts)
+        spec, reason = get_mechanism(choice.method, estimator), choice.reason
+        hyper = spec.check_options(choice.options)
+        spec.check_privacy(request, hyper)
+    spec.check_design(design)
+    quantile = {} if q is None else {"q": q}
+    if spec.name == "noisystats" and noisystats_grouped.supports(design, request):
+        releases = noisystats_grouped.fit_groups(design, sizes, request, fit_rng, budget.changed_groups, **hyper)
+    else:
+        releases = _group_by_group(spec, estimator, design, sizes, request, fit_rng, {**hyper, **quantile}, n_jobs)
+    return assemble(declaration, budget, spec, hyper, reason, design, formula_spec, sizes, releases, estimator, bounds)
+
+
+def assemble(
+    declaration: GroupDeclaration,
+    budget: GroupBudget,
+    spec: MechanismSpec,
+    hyper: Mapping[str, object],
+    reason: str | None,
+    design: Design,
+    formula_spec: FormulaSpec,
+    sizes: np.ndarray,
+    releases: Sequence[Release],
+    estimator: str,
+    bounds: Mapping[str, Sequence[float]] | None,
+) -> DPGroupedResults:
+    """The grouped results of the groups' releases (public metadata only)."""
+    context = {
+        "estimator": estimator,
+        "spec": formula_spec,
+        "y_name": design.y_name,
+        "method": spec.name,
+        "method_title": spec.title,
+        "citation": spec.citation,
+        "declared_bounds": check_bounds(bounds),
+        "hyperparameters": hyper,
+        "method_reason": reason,
+    }
+    return DPGroupedResults(
+        by=declaration.by,
+        keys=declaration.keys,
+        releases=tuple(releases),
+        sizes=tuple(int(m) for m in sizes),
+        context=context,
+        privacy=budget.spent,
+        public_sizes=declaration.public_sizes,
+    )
+
+
+def _padded(frame: pd.DataFrame, kept: np.ndarray, codes: np.ndarray, sizes: np.ndarray) -> pd.DataFrame:
+    """Each group's kept rows, then its pad rows (rows of missing cells), group by group: sizes[g] rows each.
+
+    ``kept`` comes group by group (:func:`dpstats.groups.partition.layout`); each kept
+    row goes to its group's block, the rest of the block is missing rows.
+    """
+    if kept.size == len(frame) == int(sizes.sum()) and np.array_equal(kept, np.arange(kept.size)):
+        return frame  # every row kept, already group by group
+    kept_codes = codes[kept]
+    counts = np.bincount(kept_codes, minlength=sizes.size)
+    block = np.cumsum(sizes) - sizes
+    first_kept = np.cumsum(counts) - counts
+    take = np.full(int(sizes.sum()), -1, dtype=np.int64)  # -1: a missing row
+    take[block[kept_codes] + np.arange(kept.size) - first_kept[kept_codes]] = kept
+    columns = [pd.api.extensions.take(frame.iloc[:, j].array, take, allow_fill=True) for j in range(frame.shape[1])]
+    return pd.DataFrame(dict(enumerate(columns))).set_axis(frame.columns, axis=1)
+
+
+def _fit_chunk(
+    method: str,
+    estimator: str,
+    designs: list[Design],
+    request: PrivacyRequest,
+    rngs: list[np.random.Generator],
+    options: Mapping[str, object],
+) -> list[Release]:
+    """Fit a chunk of groups (runs in a worker process)."""
+    spec = get_mechanism(method, estimator)
+    return [fit_one(spec, d, request, rng, options) for d, rng in zip(designs, rngs, strict=True)]
+
+
+def fit_one(
+    spec: MechanismSpec,
+    design: Design,
+    request: PrivacyRequest,
+    rng: np.random.Generator,
+    options: Mapping[str, object],
+) -> Release:
+    """One group's release; a group too small for the mechanism gets a failed release.
+
+    A mechanism raises only on public inputs (docs/ARCHITECTURE.md: data never
+    make ``fit`` raise); here its n is the group's public or released size,
+    so refusing it is a failure of that group's release, not of the call.
+    """
+    try:
+        return spec.fit(design, request, rng, **options)
+    except ValueError as refusal:
+        spent = PrivacySpent(notion="approx" if request.delta > 0 else "pure", eps=float(request.eps),
+                             delta=request.delta)  # fmt: skip
+        reason = f"this group's size ({design.n} rows) is refused by method={spec.name!r}: {refusal}"
+        return failed_release(design.n_columns, spent, reason, "no standard errors: the release failed")
+
+
+def _group_by_group(
+    spec: MechanismSpec,
+    estimator: str,
+    design: Design,
+    sizes: np.ndarray,
+    request: PrivacyRequest,
+    rng: np.random.Generator,
+    options: Mapping[str, object],
+    n_jobs: int | None,
+) -> list[Release]:
+    """The mechanism on each group's slice, with its own spawned generator; a pool when the work is large."""
+    ends = np.cumsum(sizes)
+    designs = [design.subset(slice(int(e - s), int(e))) for s, e in zip(sizes, ends, strict=True)]
+    rngs = rng.spawn(len(designs))
+    workers = (os.cpu_count() or 1) if n_jobs is None and design.n >= POOL_ROWS else (n_jobs or 1)
+    if design.variables is not None:  # its public encode map need not pickle
+        workers = 1
+    progress = _progress(len(designs))
+    if workers <= 1:
+        releases = []
+        for d, r in zip(designs, rngs, strict=True):
+            releases.append(fit_one(spec, d, request, r, options))
+            progress.update(1)
+        progress.close()
+        return releases
+    chunk = max(1, len(designs) // (8 * workers))
+    starts = range(0, len(designs), chunk)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [
+            pool.submit(_fit_chunk, spec.name, estimator, designs[i : i + chunk], request, rngs[i : i + chunk], options)
+            for i in starts
+        ]
+        releases = []
+        for future in futures:
+            part = future.result()
+            releases.extend(part)
+            progress.update(len(part))
+    progress.close()
+    return releases
+
+
+class _NoProgress:
+    def update(self, n: int) -> None:
+        """Nothing to show."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def _progress(total: int) -> object:
+    """A tqdm bar for long work (where tqdm is installed), else nothing."""
+    if total < PROGRESS_GROUPS:
+        return _NoProgress()
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return _NoProgress()
+    return tqdm(total=total, desc="groups", unit="group")

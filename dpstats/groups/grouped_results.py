@@ -1,0 +1,156 @@
+"""DPGroupedResults: one fit per declared group key, and the privacy of the whole call.
+
+Post-processing of the groups' releases only (dpstats/groups/partition.py says how
+the budget was divided). ``tidy()`` is the long frame a paper's appendix or a
+map needs, one line to write: ``res.tidy().to_parquet("slopes.parquet")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from ..mechanisms.base import Release
+from ..output.render import Summary
+from ..privacy.accounting import PrivacySpent
+from ..results.regression import DPRegressionResults
+from ..uncertainty.intervals import check_alpha, confidence_intervals
+
+
+@dataclass(frozen=True)
+class DPGroupedResults:
+    """The fits of a grouped call (``by=``, ``groups=``), in the order of the declared keys.
+
+    ``res[key]`` is one group's :class:`~dpstats.results.regression.DPRegressionResults`
+    (its ``privacy`` is what that group's mechanism spent, its ``nobs`` the
+    rows that mechanism saw: the declared size, or the released noisy size),
+    made from that group's release when asked for (``from_release`` with the
+    call's public facts in ``context``); ``privacy`` is the whole call, whose
+    eps is the eps passed.
+    """
+
+    by: str
+    keys: tuple
+    releases: tuple[Release, ...] = field(repr=False)
+    sizes: tuple[int, ...] = field(repr=False)
+    context: Mapping[str, object] = field(repr=False)
+    privacy: PrivacySpent
+    public_sizes: bool
+
+    def __getitem__(self, key: object) -> DPRegressionResults:
+        try:
+            g = self.keys.index(key)
+        except ValueError:
+            raise KeyError(f"{key!r} is not a declared group") from None
+        return self._fit(g)
+
+    def _fit(self, g: int) -> DPRegressionResults:
+        return DPRegressionResults.from_release(self.releases[g], nobs=self.sizes[g], **self.context)
+
+    @cached_property
+    def fits(self) -> tuple[DPRegressionResults, ...]:
+        """Every group's result, in the order of the keys."""
+        return tuple(self._fit(g) for g in range(len(self.keys)))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator:
+        return iter(self.keys)
+
+    @property
+    def term_names(self) -> list[str]:
+        """The design's column names (the same in every group)."""
+        return list(self.context["spec"].term_names)
+
+    def _index(self) -> pd.Index:
+        return pd.Index(list(self.keys), name=self.by)
+
+    @property
+    def params(self) -> pd.DataFrame:
+        """Estimates: one row per group, one column per term (NaN where a group's mechanism failed)."""
+        return pd.DataFrame(np.stack([r.params for r in self.releases]), index=self._index(), columns=self.term_names)
+
+    @property
+    def bse(self) -> pd.DataFrame:
+        """Standard errors: one row per group, one column per term."""
+        se = np.stack([np.sqrt(np.diag(r.cov)) for r in self.releases])
+        return pd.DataFrame(se, index=self._index(), columns=self.term_names)
+
+    @property
+    def nobs(self) -> pd.Series:
+        """The rows each group's mechanism saw: declared sizes, or the released noisy sizes."""
+        return pd.Series(self.sizes, index=self._index(), name="nobs")
+
+    @property
+    def failed(self) -> pd.Series:
+        """Whether each group's release failed (its budget was still spent)."""
+        return pd.Series([r.failed for r in self.releases], index=self._index(), name="failed")
+
+    def tidy(self, conf_level: float = 0.95) -> pd.DataFrame:
+        """One row per group and term: ``<by>``, term, estimate, std.error, conf.low, conf.high."""
+        alpha = check_alpha(1 - conf_level)
+        params, se = self.params.to_numpy(), self.bse.to_numpy()
+        ends = [confidence_intervals(r.params, r.cov, r.replicates, alpha, r.interval) for r in self.releases]
+        terms = self.term_names
+        return pd.DataFrame(
+            {
+                self.by: np.repeat(np.array(self.keys, dtype=object), len(terms)),
+                "term": np.tile(terms, len(self.keys)),
+                "estimate": params.ravel(),
+                "std.error": se.ravel(),
+                "conf.low": np.concatenate([low for low, _ in ends]),
+                "conf.high": np.concatenate([high for _, high in ends]),
+            }
+        )
+
+    def summary(self, alpha: float = 0.05) -> Summary:
+        """The whole call: its privacy, and the estimates' spread across groups (post-processing)."""
+        alpha = check_alpha(alpha)
+        first, spent = self._fit(0), self.privacy
+        params, se = self.params, self.bse
+        failed = int(self.failed.sum())
+        sizes = "declared public" if self.public_sizes else "released (noisy counts)"
+        model = (
+            ("Dep. variable", first.y_name),
+            ("Formula", first.formula),
+            ("Method", first.method_title),
+            ("Reference", first.citation),
+            ("Groups", f"{len(self.keys)} declared keys of {self.by!r}"),
+            ("Group sizes", f"{sizes}: median {int(self.nobs.median())}"),
+            ("Failed groups", str(failed)),
+        )
+        privacy = (
+            ("Privacy", spent.describe() + " for the whole call"),
+            ("Guarantee", spent.guarantee()),
+            ("Neighbours", spent.neighbours),
+            ("Budget split", ", ".join(f"{name}: {part:.4g}" for name, part in spent.split)),
+            *(("Caveat", c) for c in spent.caveats),
+        )
+        coefficients = pd.DataFrame(
+            {
+                "mean coef": params.mean().to_numpy(),
+                "sd across groups": params.std().to_numpy(),
+                "median std err": se.median().to_numpy(),
+            },
+            index=self.term_names,
+        )
+        notes = (
+            "One fit per declared group; res[key] is one group's result, res.tidy() all of them.",
+            first.se_note,
+        )
+        return Summary(
+            title="DP Grouped Regression Results",
+            model=model,
+            privacy=privacy,
+            coefficients=coefficients,
+            noisy_stats=(),
+            notes=notes,
+        )
+
+    def __str__(self) -> str:
+        return self.summary().as_text()
