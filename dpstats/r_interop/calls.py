@@ -30,7 +30,7 @@ def result_payload(res: Any) -> dict:
     """
     import dpstats
     from dpstats.groups.grouped_results import DPGroupedResults
-    from dpstats.results.regression.quantile_fits import DPQuantileFits
+    from dpstats.results.quantile_fits import DPQuantileFits
 
     if isinstance(res, DPGroupedResults):
         tidy = res.tidy()
