@@ -60,8 +60,10 @@ WIDTH = 78
 
 
 def _number(value: float) -> str:
-    if not math.isfinite(value):
+    if math.isnan(value):
         return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
     return f"{value:.4f}" if abs(value) >= 1e-4 or value == 0 else f"{value:.3e}"
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..output.render import ModelTable, TableRow
 from ..results.quantile_fits import DPQuantileFits
 from ..results.regression import DPRegressionResults
-from ..uncertainty.intervals import check_alpha, confidence_intervals, normal_pvalues
+from ..uncertainty.intervals import check_alpha, confidence_intervals, pvalues
 
 STARS = (0.1, 0.05, 0.01)
 """The conventional thresholds of ``stars=True``: one star below 0.1, two below 0.05, three below 0.01."""
@@ -178,7 +178,7 @@ def _(model: ReleasedFit, alpha: float) -> list[Column]:
             se=np.sqrt(np.diag(model.cov)),
             lower=np.asarray(lower, dtype=float),
             upper=np.asarray(upper, dtype=float),
-            pvalue=normal_pvalues(model.params, model.cov),
+            pvalue=pvalues(model.params, model.cov, model.replicates, model.interval),
         )
     ]
 

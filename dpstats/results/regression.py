@@ -18,7 +18,7 @@ from ..mechanisms.base import Release
 from ..output.maketables import MakeTablesPlugin
 from ..output.render import Summary
 from ..privacy.accounting import PrivacySpent
-from ..uncertainty.intervals import check_alpha, confidence_intervals, normal_pvalues, wald_test
+from ..uncertainty.intervals import check_alpha, confidence_intervals, law, pvalues, wald_test, z_statistics
 
 
 @dataclass(frozen=True)
@@ -47,11 +47,14 @@ class DPRegressionResults(MakeTablesPlugin):
 
     Standard errors, tests and intervals cover the sampling error and the
     privacy noise; ``se_note`` says how the mechanism obtained them. Standard
-    errors come from ``cov_params()``; tests are normal (z) tests; intervals
-    are bootstrap intervals (basic or percentile) where the release carries
-    bootstrap replicates, normal ones otherwise (dpstats/uncertainty/intervals.py). They are NaN
-    where a mechanism reports no standard error and infinite where the
-    release they need failed. ``maketables.ETable`` takes it as a column
+    errors come from ``cov_params()``. Every test and interval comes from one
+    law (``inference``): the bootstrap's where the release carries replicates
+    (intervals basic or percentile, p-values that invert them, F tests against
+    the replicates' departures), the normal and chi-square otherwise; an
+    estimate always lies inside its own interval (dpstats/uncertainty/intervals.py).
+    z and p are NaN where the standard error is not finite; intervals are NaN
+    where a mechanism reports no standard error and infinite where the release
+    they need failed. ``maketables.ETable`` takes it as a column
     (dpstats/output/maketables.py).
     """
 
@@ -138,21 +141,29 @@ class DPRegressionResults(MakeTablesPlugin):
 
     @property
     def tvalues(self) -> pd.Series:
-        """Estimate divided by its standard error (a z statistic)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return pd.Series(self._params / self.bse.to_numpy(), index=self.term_names, name="z")
+        """Estimate divided by its standard error (a z statistic; NaN where the standard error is not finite)."""
+        return pd.Series(z_statistics(self._params, self._cov), index=self.term_names, name="z")
+
+    @property
+    def inference(self) -> str:
+        """The one law every test and interval of the fit comes from: "bootstrap (basic)",
+        "bootstrap (percentile)" or "normal"."""
+        return law(self._replicates, self.interval)
 
     @property
     def pvalues(self) -> pd.Series:
-        """Two-sided normal p-values."""
-        return pd.Series(normal_pvalues(self._params, self._cov), index=self.term_names, name="P>|z|")
+        """Two-sided p-values from the fit's law (``inference``): p < alpha exactly when 0 is outside the
+        ``1 - alpha`` interval of ``conf_int``; NaN where the standard error is not finite."""
+        p = pvalues(self._params, self._cov, self._replicates, self.interval)
+        return pd.Series(p, index=self.term_names, name="P>|z|" if self._replicates is None else "P boot")
 
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """Confidence intervals at level ``1 - alpha``, columns ``lower`` and ``upper``.
 
         Bootstrap intervals (of the kind ``self.interval``: basic or
-        percentile) where the release carries replicates, normal ones from
-        ``cov_params()`` otherwise (dpstats/uncertainty/intervals.py).
+        percentile, widened to the estimate where they leave it out) where the
+        release carries replicates, normal ones from ``cov_params()`` otherwise
+        (dpstats/uncertainty/intervals.py).
         """
         alpha = check_alpha(alpha)
         lower, upper = confidence_intervals(self._params, self._cov, self._replicates, alpha, self.interval)
@@ -249,6 +260,7 @@ class DPRegressionResults(MakeTablesPlugin):
                     "rho": self.privacy.rho,
                     "proven": self.privacy.proven,
                     "failed": self.failed,
+                    "inference": self.inference,
                 }
             ]
         )
@@ -322,6 +334,28 @@ def _stat_text(value: np.ndarray) -> str:
     return ", ".join(_fmt(v) for v in arr)
 
 
+def _law_note(res: DPRegressionResults) -> str:
+    """What the p-values, intervals and the joint F test come from (one law per fit)."""
+    if res._replicates is None:
+        return "Tests and intervals: normal (z) and chi-square references, from the standard errors."
+    return (
+        f"Tests and intervals: the bootstrap law of the release's replicates ({res.interval} intervals, each "
+        "widened to its estimate where it left it out; P boot inverts them, so P boot < alpha exactly when 0 is "
+        "outside the 1 - alpha interval; the joint F test takes the replicates' departures as its null law)."
+    )
+
+
+def _missing_se_note(res: DPRegressionResults, terms: list[str]) -> str:
+    """Why z and p are NaN for ``terms``: the release's standard-error part failed (infinite) or there is none."""
+    failed = any(np.isinf(se) for se in res.bse[terms])
+    why = (
+        "the part of the release the standard errors need failed, so the intervals are infinite"
+        if failed
+        else "the mechanism released no standard error (see the note on standard errors)"
+    )
+    return f"No test for {', '.join(terms)}: z and p are NaN because {why}."
+
+
 def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
     """Assemble the summary of ``res`` (post-processing only)."""
     status = "FAILED: " + (res.reason or "") if res.failed else "ok"
@@ -362,14 +396,17 @@ def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
             "coef": res.params.to_numpy(),
             "std err": res.bse.to_numpy(),
             "z": res.tvalues.to_numpy(),
-            "P>|z|": res.pvalues.to_numpy(),
+            str(res.pvalues.name): res.pvalues.to_numpy(),
             low: ci["lower"].to_numpy(),
             high: ci["upper"].to_numpy(),
         },
         index=res.term_names,
     )
     stats = tuple((name, _stat_text(value)) for name, value in res.noisy_stats.items())
-    notes = [res.se_note]
+    notes = [res.se_note, _law_note(res)]
+    missing = [t for t, se in zip(res.term_names, res.bse, strict=True) if not np.isfinite(se)]
+    if missing and not res.failed:
+        notes.append(_missing_se_note(res, missing))
     if res.declared_bounds:
         notes.append("Data were clipped to the declared bounds; estimates are in the data's units.")
     if res.failed:

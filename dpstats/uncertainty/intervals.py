@@ -1,9 +1,11 @@
-"""Standard errors and confidence intervals from what a release reports about its own error.
+"""Standard errors, tests and confidence intervals from what a release reports about its own error.
 
 A mechanism reports its uncertainty in one of two forms (both post-processing
-of its release, both covering the sampling error *and* the privacy noise):
+of its release, both covering the sampling error *and* the privacy noise), and
+every test and interval of a fit comes from that one law:
 
-* a covariance ``cov`` of the estimates: normal (Wald) intervals;
+* a covariance ``cov`` of the estimates: normal (Wald) intervals, z-test
+  p-values and chi-square F tests;
 * bootstrap ``replicates`` (B x p draws of the estimates' law around the
   released ``params``, from a model fitted to the release), with one of two
   kinds of interval (Davison & Hinkley 1997, section 5.2): ``"basic"``
@@ -12,12 +14,28 @@ of its release, both covering the sampling error *and* the privacy noise):
   Sheldon (2022) use for parametric bootstraps of DP releases; or
   ``"percentile"``, ``[q_(alpha/2), q_(1 - alpha/2)]``, right when a monotone
   transformation makes the error symmetric and pivotal, as for a ratio whose
-  noisy denominator skews it (NoisyStats). Their covariance gives the
-  standard errors.
+  noisy denominator skews it (NoisyStats). Their p-values invert the same
+  intervals (:func:`bootstrap_pvalues`), and F tests take the replicates'
+  departures as the null law (:func:`wald_test`). Their robust covariance
+  gives the standard errors.
+
+**The estimate lies inside its own interval.** A bootstrap interval leaves
+the estimate out when the replicates sit off it: a mechanism whose replicates
+carry a bias correction (the perturbed histogram's thresholding,
+dpstats/mechanisms/histogram/inference.py) centres its interval at the
+corrected value, and a skewed law (a noisy denominator) moves a percentile
+interval off the point. Every interval is therefore the smallest interval that
+holds both the bootstrap interval and the estimate (the hull): it keeps the
+bootstrap's promise (its coverage can only grow) and the reader's, that the
+printed point is one of the values the interval calls plausible. Where the
+estimate was outside, the interval reaches from it to the far end of the
+bootstrap interval: how far a bias correction moved the centre is then part of
+the interval. Normal intervals are symmetric about the estimate already.
 
 A covariance of ``inf`` marks a release whose interval part failed (a noisy
 variance that came out <= 0, say): the intervals are then infinite, never
-silently narrower. NaN marks a mechanism that reports no standard error.
+silently narrower, and z and p are NaN (no test). NaN marks a mechanism that
+reports no standard error: NaN intervals, z and p.
 """
 
 from __future__ import annotations
@@ -83,10 +101,17 @@ INTERVALS = ("basic", "percentile")
 """The kinds of bootstrap interval (module docstring)."""
 
 
+def _hull(params: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest intervals that hold ``[lower, upper]`` and the estimate (NaN where the estimate is NaN)."""
+    with np.errstate(invalid="ignore"):
+        return np.fmin(lower, params) + 0.0 * params, np.fmax(upper, params) + 0.0 * params
+
+
 def confidence_intervals(
     params: np.ndarray, cov: np.ndarray, replicates: np.ndarray | None, alpha: float, kind: str = "basic"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper ends at level ``1 - alpha``: a bootstrap interval of ``kind`` from replicates, else normal."""
+    """Lower and upper ends at level ``1 - alpha``: the hull of the estimate and a bootstrap interval of ``kind``
+    from replicates, else normal ones (module docstring)."""
     alpha = check_alpha(alpha)
     params = np.asarray(params, dtype=float)
     if replicates is not None:
@@ -96,19 +121,87 @@ def confidence_intervals(
             return -infinite, infinite
         low_q, high_q = np.quantile(good, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
         if kind == "percentile":
-            return low_q, high_q
-        return 2.0 * params - high_q, 2.0 * params - low_q
+            return _hull(params, low_q, high_q)
+        return _hull(params, 2.0 * params - high_q, 2.0 * params - low_q)
     z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
     with np.errstate(invalid="ignore"):
         half = z * np.sqrt(np.diag(np.asarray(cov, dtype=float)))
     return params - half, params + half
 
 
+def _quantile_level(sorted_values: np.ndarray, x: float, side: str) -> float:
+    """Where numpy's default (linear) quantile function Q of ``sorted_values`` crosses ``x``: with ``side="left"``
+    the u below which Q < x, with ``side="right"`` the u above which Q > x (they differ only where Q is flat
+    at x, on tied replicates); 0 or 1 beyond the replicates."""
+    k = int(np.searchsorted(sorted_values, x, side=side))
+    if k == 0 or k == sorted_values.size:
+        return float(k > 0)
+    below, above = sorted_values[k - 1], sorted_values[k]
+    return (k - 1 + (x - below) / (above - below)) / (sorted_values.size - 1)
+
+
+def bootstrap_pvalues(params: np.ndarray, replicates: np.ndarray, kind: str = "basic") -> np.ndarray:
+    """Two-sided p-values that invert :func:`confidence_intervals`: p < alpha exactly when 0 is outside the
+    ``1 - alpha`` interval, from the same replicates.
+
+    With the estimate inside every interval, 0 can leave only through the end on the far side of the estimate.
+    For ``theta > 0`` that end is ``2 theta - Q(1 - alpha/2)`` (basic), positive when ``1 - alpha/2`` is above
+    the level where Q crosses ``2 theta``, so ``p = 2 (1 - level)``; or ``Q(alpha/2)`` (percentile), positive
+    when ``alpha/2`` is above the level where Q crosses 0, so ``p = 2 level``. Mirrored for ``theta < 0``;
+    1 at ``theta = 0``; capped at 1. NaN where too few replicates are finite (infinite intervals: no test)
+    and where the estimate is not finite.
+    """
+    params = np.asarray(params, dtype=float)
+    good = finite_replicates(replicates)
+    out = np.full(params.shape, math.nan)
+    if good.shape[0] < MIN_REPLICATES:
+        return out
+    for j, theta in enumerate(params):
+        if not math.isfinite(theta):
+            continue
+        column = np.sort(good[:, j])
+        point = 0.0 if kind == "percentile" else 2.0 * theta
+        if (theta > 0) == (kind == "percentile"):  # 0 leaves when Q at the lower level rises above the point
+            tail = _quantile_level(column, point, "right")
+        else:  # 0 leaves when Q at the upper level falls below the point
+            tail = 1.0 - _quantile_level(column, point, "left")
+        out[j] = 1.0 if theta == 0 else min(1.0, 2.0 * tail)
+    return out
+
+
 def normal_pvalues(params: np.ndarray, cov: np.ndarray) -> np.ndarray:
-    """Two-sided normal (z) p-values of ``params`` with the standard errors of ``cov`` (NaN where a z is not finite)."""
+    """Two-sided normal (z) p-values of ``params`` with the standard errors of ``cov`` (NaN where a z or a
+    standard error is not finite: no test)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.asarray(params, dtype=float) / np.sqrt(np.diag(np.asarray(cov, dtype=float)))
-    return np.array([math.erfc(abs(v) / math.sqrt(2.0)) if np.isfinite(v) else math.nan for v in z])
+        se = np.sqrt(np.diag(np.asarray(cov, dtype=float)))
+        z = np.asarray(params, dtype=float) / se
+    return np.array(
+        [
+            math.erfc(abs(v) / math.sqrt(2.0)) if np.isfinite(v) and np.isfinite(s) else math.nan
+            for v, s in zip(z, se, strict=True)
+        ]
+    )
+
+
+def pvalues(params: np.ndarray, cov: np.ndarray, replicates: np.ndarray | None, kind: str = "basic") -> np.ndarray:
+    """The fit's p-values from its one law: the bootstrap's where the release carries replicates, normal
+    otherwise; NaN wherever the standard error is not finite (module docstring)."""
+    with np.errstate(invalid="ignore"):
+        se = np.sqrt(np.diag(np.asarray(cov, dtype=float)))
+    p = normal_pvalues(params, cov) if replicates is None else bootstrap_pvalues(params, replicates, kind)
+    return np.where(np.isfinite(se), p, math.nan)
+
+
+def z_statistics(params: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """Estimate over standard error, NaN wherever the standard error is not finite (no test)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.sqrt(np.diag(np.asarray(cov, dtype=float)))
+        return np.where(np.isfinite(se), np.asarray(params, dtype=float) / se, math.nan)
+
+
+def law(replicates: np.ndarray | None, kind: str) -> str:
+    """The name of a fit's reference law, as tables and summaries print it."""
+    return "normal" if replicates is None else f"bootstrap ({kind})"
 
 
 def nearest_psd(matrix: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ tidy.dpstats_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
     estimate = unname(cf[, "Estimate"]),
     std.error = unname(cf[, "Std. Error"]),
     statistic = unname(cf[, "z value"]),
-    p.value = unname(cf[, "Pr(>|z|)"]),
+    p.value = unname(cf[, 4L]),
     stringsAsFactors = FALSE
   )
   if (conf.int) {
@@ -43,6 +43,7 @@ glance.dpstats_fit <- function(x, ...) {
     rho = p$rho,
     proven = !identical(p$proven, FALSE),
     failed = x$failed,
+    inference = if (is.null(x$replicates)) "normal" else sprintf("bootstrap (%s)", x$interval),
     stringsAsFactors = FALSE
   )
   if (!is.null(x$tau) && length(x$tau) == 1L) out$tau <- x$tau

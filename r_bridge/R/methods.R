@@ -6,8 +6,11 @@
 #' post-processing and need neither Python nor the data, so a fit read back with
 #' \code{readRDS} works in a session without Python.
 #'
-#' Coefficients are named and ordered as \code{lm} names and orders them. Intervals and
-#' p-values are normal approximations from \code{vcov()}. \code{predict()} needs
+#' Coefficients are named and ordered as \code{lm} names and orders them. Every test and
+#' interval of a fit comes from one law: the bootstrap law of the release's replicates where
+#' it carries them (intervals widened to the estimate where they leave it out, p-values that
+#' invert them), the normal approximation from \code{vcov()} otherwise; z and p are
+#' \code{NaN} where a standard error is not finite. \code{predict()} needs
 #' \code{newdata}; \code{residuals()} and \code{fitted()} stop, because they would need the
 #' private data, which the fit does not keep. \code{tidy()} and \code{glance()} are
 #' registered for broom's generics.
@@ -75,10 +78,10 @@ formula.dpstats_fit <- function(x, ...) x$formula
 # Intervals as the Python side computes them (dpstats/uncertainty/intervals.py): bootstrap
 # intervals from the release's replicates where it has them, of the release's
 # kind: "basic" (2 coef minus the replicates' quantiles) or "percentile" (the
-# quantiles), numpy's default quantile being R's type 7, infinite if fewer
-# than 20 replicates are finite; normal (z) intervals from
-# vcov() otherwise, as confint.default: NaN where the mechanism reports no
-# standard error, infinite where the release they need failed.
+# quantiles), numpy's default quantile being R's type 7, widened to the estimate
+# where they leave it out, infinite if fewer than 20 replicates are finite; normal
+# (z) intervals from vcov() otherwise, as confint.default: NaN where the mechanism
+# reports no standard error, infinite where the release they need failed.
 #' @rdname dpstats_fit
 #' @export
 confint.dpstats_fit <- function(object, parm, level = 0.95, ...) {
@@ -103,9 +106,41 @@ confint.dpstats_fit <- function(object, parm, level = 0.95, ...) {
   }
   for (term in parm) {
     q <- stats::quantile(reps[, term], probs = a, type = 7, names = FALSE)
-    ci[term, ] <- if (identical(object$interval, "percentile")) q else 2 * cf[[term]] - rev(q)
+    ends <- if (identical(object$interval, "percentile")) q else 2 * cf[[term]] - rev(q)
+    ci[term, ] <- c(min(ends[[1L]], cf[[term]]), max(ends[[2L]], cf[[term]]))
   }
   ci
+}
+
+# The finite replicates, or NULL where there are none or fewer than 20.
+.finite_replicates <- function(object) {
+  reps <- object$replicates
+  if (is.null(reps)) return(NULL)
+  reps <- reps[apply(is.finite(reps), 1L, all), , drop = FALSE]
+  if (nrow(reps) < 20L) NULL else reps
+}
+
+# Where R's type-7 quantile function Q of the sorted values v crosses x: "left", the u
+# below which Q < x; "right", the u above which Q > x (as the Python side's _quantile_level).
+.quantile_level <- function(v, x, side) {
+  k <- if (identical(side, "left")) sum(v < x) else sum(v <= x)
+  if (k == 0L || k == length(v)) return(as.numeric(k > 0L))
+  (k - 1 + (x - v[[k]]) / (v[[k + 1L]] - v[[k]])) / (length(v) - 1)
+}
+
+# p-values that invert confint(): p < alpha exactly when 0 is outside the 1 - alpha interval
+# (dpstats/uncertainty/intervals.py, bootstrap_pvalues).
+.bootstrap_pvalues <- function(cf, reps, kind) {
+  vapply(seq_along(cf), function(j) {
+    theta <- cf[[j]]
+    if (!is.finite(theta)) return(NaN)
+    if (theta == 0) return(1)
+    v <- sort(reps[, j])
+    percentile <- identical(kind, "percentile")
+    point <- if (percentile) 0 else 2 * theta
+    tail <- if ((theta > 0) == percentile) .quantile_level(v, point, "right") else 1 - .quantile_level(v, point, "left")
+    min(1, 2 * tail)
+  }, numeric(1))
 }
 
 .private_data_error <- function(what) {
@@ -165,13 +200,18 @@ predict.dpstats_fit <- function(object, newdata, ...) {
 summary.dpstats_fit <- function(object, level = 0.95, ...) {
   cf <- coef(object)
   se <- sqrt(diag(vcov(object)))
-  z <- cf / se
-  p <- 2 * pnorm(-abs(z))
-  table <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = p)
+  z <- ifelse(is.finite(se), cf / se, NaN)
+  boot <- !is.null(object$replicates)
+  reps <- .finite_replicates(object)
+  p <- if (!boot) 2 * pnorm(-abs(z)) else if (is.null(reps)) rep(NaN, length(cf)) else .bootstrap_pvalues(cf, reps, object$interval)
+  p <- ifelse(is.finite(se), p, NaN)
+  table <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, p)
+  colnames(table)[4L] <- if (boot) "Pr(boot)" else "Pr(>|z|)"
   out <- object[c("call", "formula", "estimator", "tau", "response", "nobs", "method", "method_title",
                   "method_reason", "citation", "failed", "reason", "se_note", "privacy", "bounds",
                   "levels", "noisy_stats", "hyperparameters")]
   out$coefficients <- table
+  out$inference <- if (boot) sprintf("bootstrap (%s)", object$interval) else "normal"
   out$conf.int <- confint(object, level = level)
   out$level <- level
   class(out) <- "summary.dpstats_fit"
@@ -227,7 +267,8 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
                                             vapply(x$hyperparameters, function(h) paste(format(unlist(h)), collapse = ","), "")),
                                     collapse = ", "))
   }
-  cat("\nCoefficients (normal approximation):\n")
+  cat("\nCoefficients (", if (identical(x$inference, "normal")) "normal approximation" else
+      paste0(x$inference, " law of the release's replicates"), "):\n", sep = "")
   if (x$failed) {
     cat("  none: the mechanism failed\n")
   } else {

@@ -75,7 +75,12 @@ test_that("print and summary describe the release", {
   expect_true(any(grepl("n = 32 (public)", out, fixed = TRUE)))
   s <- summary(fit)
   expect_s3_class(s, "summary.dpstats_fit")
-  expect_identical(colnames(s$coefficients), c("Estimate", "Std. Error", "z value", "Pr(>|z|)"))
+  law <- if (is.null(fit$replicates)) "Pr(>|z|)" else "Pr(boot)"
+  expect_identical(colnames(s$coefficients), c("Estimate", "Std. Error", "z value", law))
+  ci <- confint(fit)
+  expect_true(all(ci[, 1] <= coef(fit) & coef(fit) <= ci[, 2]))  # the estimate inside its own interval
+  p <- s$coefficients[, 4]
+  expect_identical(p < 0.05, ci[, 1] > 0 | ci[, 2] < 0)  # p-values invert the intervals: one law
   out <- capture.output(print(s))
   expect_true(any(grepl("Budget split", out)))
   expect_true(any(grepl("Declared bounds: mpg in [10, 35]", out, fixed = TRUE)))
