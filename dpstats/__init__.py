@@ -34,6 +34,7 @@ _LAZY = {
     "PrivacySpent": "dpstats.privacy.accounting",
     "PrivacyBudget": "dpstats.privacy.budget",
     "BudgetExceeded": "dpstats.privacy.budget",
+    "RefusedBeforeSpending": "dpstats.planning.refusal",
 }
 
 __all__ = ["__version__", *_LAZY]

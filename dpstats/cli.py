@@ -249,6 +249,8 @@ def run_ols(args: argparse.Namespace) -> str:
         "missing": args.missing,
         "se_share": args.se_share,
         "budget": budget,
+        "force": args.force,
+        "target": args.target,
         **options,
     }
     res = _fit(args.formula, data, kwargs)
@@ -366,6 +368,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="charge the fit to the privacy budget saved in FILE (refused before the CSV is read if it "
         "could overspend it; FILE is saved with the fit in its ledger)",
+    )
+    ols.add_argument(
+        "--target",
+        type=float,
+        default=None,
+        help="the largest acceptable error of the first regressor's coefficient (its units): auto refuses, "
+        "before spending, a call predicted to miss it (default: 10 non-private standard errors)",
+    )
+    ols.add_argument(
+        "--force", action="store_true", help="fit even where auto's plan refuses (the summary's status says so)"
     )
     ols.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     ols.set_defaults(run=run_ols)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..distributed.by_group import fit_by_group as fit_dask_by_group
 from ..distributed.dask_design import dask_design, is_dask
-from ..frontend.formula import build_design
+from ..frontend.formula import build_design, check_data
 from ..frontend.metadata import check_bounds
 from ..groups.fit import fit_by_group
 from ..groups.grouped_results import DPGroupedResults
@@ -18,6 +18,7 @@ from ..groups.partition import declare_groups
 from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
 from ..mechanisms.quantiles import check_quantiles
 from ..planning.facts import PublicFacts
+from ..planning.refusal import check_target, plan_verdict, refusal
 from ..planning.selection import choose
 from ..privacy.accounting import PrivacySpent, check_budget, check_delta, check_eps, check_share
 from ..privacy.budget import Accountant, check_accountant, requested_spend
@@ -45,6 +46,8 @@ def dp_ols(
     group_sizes: Mapping | None = None,
     count_share: float | None = None,
     n_jobs: int | None = None,
+    force: bool = False,
+    target: float | None = None,
     **options: object,
 ) -> DPRegressionResults | DPGroupedResults:
     """Differentially private least squares from a formula.
@@ -109,6 +112,15 @@ def dp_ols(
         every core when the data are large, 1: none). Where processes start
         by "spawn" (macOS, Windows) a script that uses the pool needs the
         usual ``if __name__ == "__main__":`` guard.
+    force, target : refusing before spending (dpstats/planning/refusal.py).
+        ``method="auto"`` raises ``RefusedBeforeSpending`` (a ValueError that
+        carries the plan) before any data are read and charges nothing when,
+        from public facts, its best mechanism is predicted to fail more often
+        than not, or to err by more than ``target`` (the first regressor's
+        coefficient, in its units), or without a target by more than 10
+        standard errors of the non-private fit. ``force=True``, or an explicit
+        ``method=``, fits anyway, and the summary's status line carries the
+        prediction. Grouped fits are not refused per group.
     **options : the mechanism's hyperparameters.
 
     Neighbouring datasets differ in one row and have the same n (public).
@@ -116,7 +128,7 @@ def dp_ols(
     eps, rho = check_budget(eps, rho)
     accountant = check_accountant(budget)
     privacy = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
-    plan = _plan("ols", privacy, method, options)
+    plan = _plan("ols", privacy, method, options, force, target)
     _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
     if by is not None:
         grouped = _grouped_call(plan, by, groups, group_sizes, count_share, missing)
@@ -153,6 +165,8 @@ def dp_quantreg(
     group_sizes: Mapping | None = None,
     count_share: float | None = None,
     n_jobs: int | None = None,
+    force: bool = False,
+    target: float | None = None,
     **options: object,
 ) -> DPRegressionResults | DPQuantileFits | DPGroupedResults:
     """Differentially private quantile regression from a formula.
@@ -166,8 +180,11 @@ def dp_quantreg(
     q : the quantile tau in (0, 1), or a list of distinct quantiles.
     eps : total privacy budget of the call; with several quantiles it is split
         evenly between them (basic composition), and the split is reported.
-    method : ``"auto"`` (the K-norm gradient mechanism, ``"kng"``) or another
-        registered quantile-regression mechanism.
+    method : ``"auto"`` (the perturbed histogram, or KNG for one design
+        column: dpstats/planning/selection.py) or a registered
+        quantile-regression mechanism.
+    force, target : as for :func:`dp_ols`; with several quantiles each
+        quantile's share of eps is judged.
     **options : the mechanism's hyperparameters; for ``"kng"``: ``norm``
         (``"linf"``, ``"l2"``, ``"l1"``), ``B`` (the radius of the domain
         ``||theta||_1 <= B`` on the scaled problem, default 2) and ``steps``
@@ -184,7 +201,7 @@ def dp_quantreg(
     quantiles = check_quantiles(q)
     eps, delta, share = check_eps(eps), check_delta(delta), check_share(se_share)
     accountant = check_accountant(budget)
-    plan = _plan("quantreg", PrivacyRequest(eps=eps, delta=delta, se_share=share), method, options)
+    plan = _plan("quantreg", PrivacyRequest(eps=eps, delta=delta, se_share=share), method, options, force, target)
     _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
     if by is not None:
         if not isinstance(quantiles, float):
@@ -253,6 +270,8 @@ def planned_spend(
     rho: float | None = None,
     method: str = "auto",
     se_share: float | None = None,
+    force: bool = False,
+    target: float | None = None,
     **options: object,
 ) -> PrivacySpent:
     """The most a ``dp_ols`` (``estimator="ols"``) or ``dp_quantreg`` call with these public inputs can
@@ -261,7 +280,7 @@ def planned_spend(
         raise ValueError("estimator must be 'ols' or 'quantreg'")
     eps, rho = check_budget(eps, rho)
     request = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
-    plan = _plan(estimator, request, method, options)
+    plan = _plan(estimator, request, method, options, force, target)
     return requested_spend(plan.notion, eps, plan.privacy.delta, rho)
 
 
@@ -278,20 +297,32 @@ class _Plan:
     need_bounds: bool
     notion: str
     privacy: PrivacyRequest = field(repr=False)
+    force: bool = False
+    target: float | None = None
 
 
-def _plan(estimator: str, privacy: PrivacyRequest, method: str, options: Mapping[str, object]) -> _Plan:
-    """Every check of the method, its options and the privacy request (public inputs only)."""
+def _plan(
+    estimator: str,
+    privacy: PrivacyRequest,
+    method: str,
+    options: Mapping[str, object],
+    force: object = False,
+    target: object = None,
+) -> _Plan:
+    """Every check of the method, its options, the privacy request and the refusal's inputs (public only)."""
+    if not isinstance(force, bool):
+        raise ValueError("force must be True or False")
+    checked = {"force": force, "target": check_target(target)}
     if method == "auto":
         if options:
             raise ValueError(f"options {sorted(options)} need an explicit method=...")
         if privacy.rho is not None:
             raise ValueError("method='auto' takes eps (and delta); rho is for method='gradient', variant='zcdp'")
-        return _Plan(None, {}, True, "approx" if privacy.delta > 0 else "pure", privacy)
+        return _Plan(None, {}, True, "approx" if privacy.delta > 0 else "pure", privacy, **checked)
     spec = get_mechanism(method, estimator)
     hyper = spec.check_options(options)
     spec.check_privacy(privacy, hyper)
-    return _Plan(spec, hyper, spec.needs_bounds, spec.notion(privacy, hyper), privacy)
+    return _Plan(spec, hyper, spec.needs_bounds, spec.notion(privacy, hyper), privacy, **checked)
 
 
 Result = TypeVar("Result", DPRegressionResults, DPQuantileFits, DPGroupedResults)
@@ -315,6 +346,8 @@ def _grouped_call(
 ) -> Callable[..., DPGroupedResults]:
     """Check a grouped call's public inputs; return the fit to run (dpstats/groups/fit.py)."""
     declaration = declare_groups(by, groups, group_sizes, count_share)
+    if plan.target is not None:
+        raise ValueError("target= judges one fit: a grouped fit (by=) is not refused per group")
     if missing != "impute":
         raise ValueError("a grouped fit imputes bad cells row-wise (missing='impute'): its pad rows are missing cells")
     if plan.privacy.rho is not None or plan.notion == "zcdp":
@@ -371,8 +404,11 @@ def _fit(
     """One fit of a checked plan: the first step that reads the data is ``build_design``;
     ``method="auto"`` chooses from n, the budget and the design's shape, which
     the formula and the declarations alone decide (dpstats/planning/)."""
-    privacy, spec, hyper, reason = plan.privacy, plan.spec, plan.hyper, None
+    privacy, spec, hyper, reason, note = plan.privacy, plan.spec, plan.hyper, None, None
     rng = make_rng(random_state)
+    if not is_dask(data):
+        data = check_data(data)
+        note = _plan_note(estimator, formula, data, plan, bounds, levels)
     if is_dask(data):  # the rows stay on the workers: dpstats/distributed/dask_design.py
         design, formula_spec = dask_design(formula, data, bounds, levels, spec, estimator, plan.need_bounds, missing)
     else:
@@ -400,4 +436,28 @@ def _fit(
         declared_bounds=check_bounds(bounds),
         hyperparameters=hyper,
         method_reason=reason,
+        plan_note=note,
     )
+
+
+def _plan_note(
+    estimator: str,
+    formula: str,
+    data: pd.DataFrame,
+    plan: _Plan,
+    bounds: Mapping[str, Sequence[float]] | None,
+    levels: Mapping[str, Sequence] | None,
+) -> str | None:
+    """The plan's verdict on this call from its public facts (n, the data's column names, the declarations):
+    ``method="auto"`` raises on a negative one unless forced; otherwise it goes into the result's status.
+    A mechanism that needs no bounds, or a budget given as rho, has no prediction to judge."""
+    request = plan.privacy
+    if request.eps is None or not plan.need_bounds:
+        return None
+    common = dict(eps=request.eps, delta=request.delta, bounds=bounds, levels=levels, estimator=estimator)
+    common |= dict(se_share=request.se_share, target=plan.target)
+    method = "auto" if plan.spec is None else plan.spec.name
+    note = plan_verdict(formula, len(data), method=method, options=plan.hyper, columns=list(data.columns), **common)
+    if note is not None and plan.spec is None and not plan.force:
+        raise refusal(formula, len(data), note, **common)
+    return note

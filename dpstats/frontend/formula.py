@@ -382,7 +382,9 @@ def _finite(values: np.ndarray, limits: np.ndarray | None, names: Sequence[str],
 # --------------------------------------------------------------------------
 
 
-def _check_data(data, min_rows: int) -> pd.DataFrame:
+def check_data(data: object, min_rows: int = 2) -> pd.DataFrame:
+    """``data`` as a DataFrame (a dict of columns converted) with unique names and at least ``min_rows`` rows:
+    its schema only, no value is read."""
     if isinstance(data, Mapping):
         data = pd.DataFrame(data)
     if not isinstance(data, pd.DataFrame):
@@ -410,7 +412,7 @@ def build_design(
     design of one partition of a Dask DataFrame, or of its empty ``_meta``
     (dpstats/distributed/dask_design.py).
     """
-    data = _check_data(data, min_rows)
+    data = check_data(data, min_rows)
     missing = check_missing(missing)
     bounds = _normalized_bounds(check_bounds(bounds))
     lhs_vars, rhs_vars, levels = admitted_variables(formula, data.columns, levels)

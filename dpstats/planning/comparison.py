@@ -72,10 +72,12 @@ class MethodComparison:
         return self.shown().to_html(index=False) + f"<p>{self.message}</p>"
 
 
-def _prototype(formula: str, bounds: Mapping, levels: Mapping) -> pd.DataFrame:
-    """Two public rows: every name of the formula at its bounds (1 where none), categorical ones at their levels."""
+def _prototype(formula: str, bounds: Mapping, levels: Mapping, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """Two public rows: every name of the formula (or every one of ``columns``, the data's names, where known)
+    at its bounds (1 where none), categorical ones at their levels."""
     reserved = set(ROWWISE_FUNCTIONS) | MARKERS | set(CONTRASTS) | set(NUMPY_MODULES)
-    names = {name for name in re.findall(r"(?<![.\w])[A-Za-z_]\w*", formula) if name not in reserved}
+    found = {name for name in re.findall(r"(?<![.\w])[A-Za-z_]\w*", formula) if name not in reserved}
+    names = found if columns is None else set(columns)
     columns = {}
     for name in names:
         if name in levels:
@@ -111,15 +113,17 @@ def plan_facts(
     estimator: str,
     delta: float,
     se_share: float | None = None,
+    columns: Sequence[str] | None = None,
 ) -> PublicFacts:
-    """The public facts of a planned call, from the formula and the declarations only (no data)."""
+    """The public facts of a planned call, from the formula and the declarations only (no data; ``columns``,
+    the data's column names where a call has data, so that names the formula quotes are found)."""
     if estimator not in ("ols", "quantreg"):
         raise ValueError("estimator must be 'ols' or 'quantreg'")
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
         raise ValueError("n must be an integer >= 2")
     eps, delta, se_share = check_eps(eps), check_delta(delta), check_share(se_share)
     bounds, levels = check_bounds(bounds), check_levels(levels)
-    design, _ = build_design(formula, _prototype(formula, bounds, levels), bounds, levels)
+    design, _ = build_design(formula, _prototype(formula, bounds, levels, columns), bounds, levels)
     return dataclasses.replace(PublicFacts.of(design, eps, delta, estimator, se_share), n=int(n))
 
 

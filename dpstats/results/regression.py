@@ -77,6 +77,7 @@ class DPRegressionResults(MakeTablesPlugin):
     _noisy_stats: Mapping[str, np.ndarray] = field(repr=False)
     _replicates: np.ndarray | None = field(default=None, repr=False)
     interval: str = "basic"
+    plan_note: str | None = None
 
     # statsmodels names --------------------------------------------------
 
@@ -95,6 +96,7 @@ class DPRegressionResults(MakeTablesPlugin):
         declared_bounds: Mapping[str, tuple[float, float]],
         hyperparameters: Mapping[str, object] | None = None,
         method_reason: str | None = None,
+        plan_note: str | None = None,
     ) -> DPRegressionResults:
         """The one way a result is made: from a mechanism's release and the call's public facts."""
         return cls(
@@ -117,6 +119,7 @@ class DPRegressionResults(MakeTablesPlugin):
             _noisy_stats=dict(release.noisy_stats),
             _replicates=release.replicates,
             interval=release.interval,
+            plan_note=plan_note,
         )
 
     @property
@@ -299,6 +302,7 @@ class DPRegressionResults(MakeTablesPlugin):
             "replicates": None if self._replicates is None else np.asarray(self._replicates, dtype=float).tolist(),
             "interval": self.interval,
             "se_note": self.se_note,
+            "plan_note": self.plan_note,
             "privacy": self.privacy.as_dict(),
             "noisy_stats": {k: np.asarray(v).tolist() for k, v in self._noisy_stats.items()},
             "hyperparameters": dict(self.hyperparameters),
@@ -359,6 +363,8 @@ def _missing_se_note(res: DPRegressionResults, terms: list[str]) -> str:
 def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
     """Assemble the summary of ``res`` (post-processing only)."""
     status = "FAILED: " + (res.reason or "") if res.failed else "ok"
+    if res.plan_note:
+        status += f" (fitted although the plan advised against it: {res.plan_note})"
     method = res.method_title + (f" [auto: {res.method_reason}]" if res.method_reason else "")
     model = [
         ("Dep. variable", res.y_name),

@@ -90,6 +90,14 @@
 }
 
 # Python's messages name Python's column names; put the R names back.
+# An error of the Python side as an R condition of classes "dpstats_<Python class>" (for example
+# "dpstats_RefusedBeforeSpending": auto declined the call before reading any data, nothing was
+# charged), "dpstats_error", "error" and "condition", so that tryCatch() can tell them apart.
+.stop_python <- function(out, message) {
+  class <- c(paste0("dpstats_", .scalar(out$error, "Error")), "dpstats_error", "error", "condition")
+  stop(structure(class = class, list(message = paste0("dpstats: ", message), call = NULL)))
+}
+
 .r_message <- function(message, tr) {
   renamed <- tr$pyname[tr$pyname != names(tr$pyname)]
   for (r in names(renamed)) message <- gsub(paste0("'", renamed[[r]], "'"), paste0("'", r, "'"), message, fixed = TRUE)
@@ -133,7 +141,7 @@
   if (!is.null(budget)) {  # refused before any column is read or sent
     first <- .interop()$check_budget_first(budget$state, estimator, eps, delta, method,
                                            if (length(options)) options else NULL)
-    if (!isTRUE(first$ok)) stop("dpstats: ", first$message, call. = FALSE)
+    if (!isTRUE(first$ok)) .stop_python(first, first$message)
   }
   env <- environment(formula)
   if (is.null(env)) env <- parent.frame(2L)
@@ -172,9 +180,7 @@
     ledger_formula = paste(deparse(formula, width.cutoff = 500L), collapse = " ")
   )
   if (!is.null(out$budget)) .update_budget(budget, out$budget)  # the release happened: it has spent
-  if (!isTRUE(out$ok)) {
-    stop("dpstats: ", .r_message(out$message, tr), call. = FALSE)
-  }
+  if (!isTRUE(out$ok)) .stop_python(out, .r_message(out$message, tr))
   if (isTRUE(out$result$grouped)) {
     return(.new_grouped_fits(out$result, grouped, .public_call(call), formula))
   }
@@ -220,8 +226,14 @@
 #'   each group spends the whole eps (parallel composition); without it each spends eps / 2, part of it
 #'   on a noisy size (a replaced row can leave one group and join another). The proof is in the Python
 #'   package's dpstats/groups/partition.py.
-#' @param ... the mechanism's hyperparameters, and \code{se_share}: the part of eps spent on standard
-#'   errors (NULL for the mechanism's default, 0 for none: then they are NaN).
+#' @param ... the mechanism's hyperparameters, \code{se_share}: the part of eps spent on standard
+#'   errors (NULL for the mechanism's default, 0 for none: then they are NaN), and \code{target} and
+#'   \code{force}: \code{method = "auto"} refuses, before any data are sent and with nothing charged, a
+#'   call whose best mechanism is predicted to fail more often than not or to err by more than
+#'   \code{target} (the first regressor's coefficient, in its units; without it, by more than 10
+#'   standard errors of the non-private fit). The error is an R condition of class
+#'   \code{dpstats_RefusedBeforeSpending} whose message holds the plan; \code{force = TRUE} or an
+#'   explicit \code{method} fits anyway, and the summary's status says so.
 #' @return an object of class \code{\link{dpstats_fit}} holding plain R values only; from
 #'   \code{dp_quantreg} with several \code{tau}, a \code{\link{dpstats_quantile_fits}} (one fit per quantile);
 #'   with \code{by}, a \code{\link{dpstats_grouped_fits}} (one row of estimates per group).
@@ -326,6 +338,7 @@ dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels =
     failed = isTRUE(res$failed),
     reason = .scalar(res$reason, NA_character_),
     se_note = .scalar(res$se_note, NA_character_),
+    plan_note = .scalar(res$plan_note, NA_character_),
     privacy = list(
       notion = privacy$notion,
       eps = as.numeric(privacy$eps),

@@ -208,7 +208,7 @@ summary.dpstats_fit <- function(object, level = 0.95, ...) {
   table <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, p)
   colnames(table)[4L] <- if (boot) "Pr(boot)" else "Pr(>|z|)"
   out <- object[c("call", "formula", "estimator", "tau", "response", "nobs", "method", "method_title",
-                  "method_reason", "citation", "failed", "reason", "se_note", "privacy", "bounds",
+                  "method_reason", "citation", "failed", "reason", "se_note", "plan_note", "privacy", "bounds",
                   "levels", "noisy_stats", "hyperparameters")]
   out$coefficients <- table
   out$inference <- if (boot) sprintf("bootstrap (%s)", object$interval) else "normal"
@@ -243,7 +243,11 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
   .field("Method", method)
   .field("Reference", x$citation)
   .field("Observations", paste0(x$nobs, " (public)"))
-  .field("Status", if (x$failed) paste("FAILED:", x$reason) else "ok")
+  status <- if (x$failed) paste("FAILED:", x$reason) else "ok"
+  if (!is.null(x$plan_note) && !is.na(x$plan_note)) {
+    status <- paste0(status, " (fitted although the plan advised against it: ", x$plan_note, ")")
+  }
+  .field("Status", status)
   cat("\n")
   .field("Privacy", .describe_privacy(x$privacy))
   .field("Guarantee", if (identical(x$privacy$proven, FALSE)) {
