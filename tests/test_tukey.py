@@ -50,7 +50,7 @@ def test_fit_without_bounds(frame: pd.DataFrame) -> None:
     res = dpstats.dp_ols("y ~ x1 + x2", frame, eps=EPS, delta=DELTA, method="tukey", random_state=1)
     assert not res.failed
     np.testing.assert_allclose(res.params.to_numpy(), [1.0 - 0.5 / 3, 2.0, -3.0], atol=0.15)  # g omitted
-    share = tukey_inference.DEFAULT_SHARE  # the point keeps (1 - share) eps; its default m follows
+    share = tukey_inference.DEFAULT_SHARES[0]  # the point keeps (1 - share) eps; its default m follows
     m = tukey_m.default_m(20_000, 3, EPS * (1 - share), DELTA)
     assert res.hyperparameters["m"] == m and res.hyperparameters["m rule"] == "default"
     assert res.hyperparameters["t"] == (m // 2) // 2

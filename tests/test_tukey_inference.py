@@ -35,8 +35,8 @@ import statsmodels.api as sm
 
 import dpstats
 from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.tukey import default_m, inference
 from dpstats.mechanisms.tukey import depth as td
-from dpstats.mechanisms.tukey import inference
 from dpstats.mechanisms.tukey import mechanism as tukey
 from dpstats.privacy.noise import recording
 from dpstats.uncertainty.coverage import DESIGNS, coverage_band, coverage_cell
@@ -91,7 +91,7 @@ def test_split_adds_up_and_lists_the_spreads() -> None:
     res = _fit(10_000, 1.0)
     parts = dict(res.privacy.split)
     assert sum(parts.values()) == pytest.approx(1.0, rel=1e-12) and res.privacy.delta == DELTA
-    share = inference.DEFAULT_SHARE
+    share = inference.DEFAULT_SHARES[0]
     assert parts[tukey.DISTANCE] == parts[tukey.SAMPLE] == pytest.approx((1 - share) / 2)
     assert parts[inference.spread_name(0)] == parts[inference.spread_name(1)] == pytest.approx(share / 2)
     assert np.all(np.isfinite(res.bse)) and res.replicates.shape == (inference.REPLICATES, 2)
@@ -102,7 +102,12 @@ def test_split_adds_up_and_lists_the_spreads() -> None:
 
 def test_default_share_is_spent_only_where_the_point_can_afford_it() -> None:
     assert inference.default_share(1000, 2, 1.0, DELTA, None) == 0.0  # the point's test has no slack at n = 1000
-    assert inference.default_share(10_000, 2, 1.0, DELTA, None) == inference.DEFAULT_SHARE
+    assert inference.default_share(10_000, 2, 1.0, DELTA, None) == inference.DEFAULT_SHARES[0]
+    # 10 coefficients: a quarter of eps leaves each spread eps_j m of about 34 at every n; a larger share affords 50
+    share = inference.default_share(20_000, 10, 1.0, DELTA, None)
+    assert inference.DEFAULT_SHARES[0] < share <= inference.DEFAULT_SHARES[-1]
+    m = default_m.default_m(20_000, 10, 1.0 - share, DELTA)
+    assert inference.share_per_coordinate(1.0, share, 10) * m >= inference.MIN_SPREAD_BUDGET
     res = _fit(1000, 1.0)
     assert np.all(np.isnan(res.bse)) and "needs the whole budget" in res.se_note
     assert [name for name, _ in res.privacy.split] == [tukey.DISTANCE, tukey.SAMPLE]

@@ -161,7 +161,7 @@ def _tiny_pairs() -> list[NeighbourPair]:
 
 
 #: The whole eps, so that the point keeps TINY_EPS after the standard errors' default share.
-TINY_TOTAL = TINY_EPS / (1 - tukey_inference.DEFAULT_SHARE)
+TINY_TOTAL = TINY_EPS / (1 - tukey_inference.DEFAULT_SHARES[0])
 
 
 def _replay(seeds: int = 4, **options):

@@ -75,9 +75,11 @@ class MethodComparison:
 def _prototype(formula: str, bounds: Mapping, levels: Mapping, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Two public rows: every name of the formula (or every one of ``columns``, the data's names, where known)
     at its bounds (1 where none), categorical ones at their levels."""
-    reserved = set(ROWWISE_FUNCTIONS) | MARKERS | set(CONTRASTS) | set(NUMPY_MODULES)
-    found = {name for name in re.findall(r"(?<![.\w])[A-Za-z_]\w*", formula) if name not in reserved}
-    names = found if columns is None else set(columns)
+    if columns is None:
+        reserved = set(ROWWISE_FUNCTIONS) | MARKERS | set(CONTRASTS) | set(NUMPY_MODULES)
+        names = {name for name in re.findall(r"(?<![.\w])[A-Za-z_]\w*", formula) if name not in reserved}
+    else:
+        names = set(columns)
     columns = {}
     for name in names:
         if name in levels:

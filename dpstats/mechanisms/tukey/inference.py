@@ -77,8 +77,9 @@ from ...privacy import noise
 from . import default_m
 from . import depth as td
 
-DEFAULT_SHARE = 0.25
-"""The part of eps spent on the spreads unless the user sets ``se_share``."""
+DEFAULT_SHARES = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+"""The parts of eps the spreads may spend unless the user sets ``se_share``: the smallest that both the
+point and the spreads can afford (:func:`default_share`)."""
 REPLICATES = 1000
 """Bootstrap clouds (public)."""
 WINDOW = 30.0
@@ -216,21 +217,27 @@ def degrees_of_freedom(n: int, m: int, d: int) -> float:
 
 
 def default_share(n: int, d: int, eps: float, delta: float, m: int | None) -> float:
-    """:data:`DEFAULT_SHARE`, or 0 where the point or the spreads could not afford it (public facts only).
+    """The smallest of :data:`DEFAULT_SHARES` that the point and the spreads can afford, or 0 (public facts only).
 
     The point's propose-test-release has little slack where the default m
     reaches its cap n // d (n = 1000, d = 2, eps = 1 passes 93% of the time at
-    eps and 2% at 0.9 eps): the share is spent only if the idealised cloud of
+    eps and 2% at 0.9 eps): a share is spent only if the idealised cloud of
     dpstats/mechanisms/tukey/default_m.py still passes with probability
     PASS_TARGET at ``(1 - share) eps`` and each spread release gets
-    ``eps_j m >= MIN_SPREAD_BUDGET``.
+    ``eps_j m >= MIN_SPREAD_BUDGET``. The default m of the point shrinks with
+    its eps as ``1 / eps``, so at 8-10 coefficients a quarter of eps left
+    ``eps_j m`` at 34-40 for every n (m is about 1,250-1,370 at eps = 1): a
+    larger share buys both a larger m and a larger ``eps_j``, and about a third
+    of eps reaches 50 there.
     """
-    share = DEFAULT_SHARE
-    point_eps = eps * (1.0 - share)
-    models = m if m is not None else default_m.default_m(n, d, point_eps, delta)
-    passes = default_m.ideal_distance(models, d, n, point_eps, delta) >= default_m.required_distance(point_eps, delta)
-    affordable = share_per_coordinate(eps, share, d) * models >= MIN_SPREAD_BUDGET
-    return share if passes and affordable else 0.0
+    for share in DEFAULT_SHARES:
+        point_eps = eps * (1.0 - share)
+        models = m if m is not None else default_m.default_m(n, d, point_eps, delta)
+        distance = default_m.ideal_distance(models, d, n, point_eps, delta)
+        passes = distance >= default_m.required_distance(point_eps, delta)
+        if passes and share_per_coordinate(eps, share, d) * models >= MIN_SPREAD_BUDGET:
+            return share
+    return 0.0
 
 
 def share_per_coordinate(eps: float, share: float, d: int) -> float:

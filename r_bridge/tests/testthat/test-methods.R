@@ -108,7 +108,9 @@ test_that("tidy and glance are registered for broom", {
   expect_equal(td$estimate, unname(coef(fit)))
   gl <- broom::glance(fit)
   expect_identical(nrow(gl), 1L)
-  expect_identical(names(gl), c("nobs", "df.model", "method", "notion", "eps", "delta", "rho", "proven", "failed"))
+  expect_identical(names(gl), c("nobs", "df.model", "method", "notion", "eps", "delta", "rho", "proven", "failed",
+                                "inference"))
+  expect_identical(gl$inference, if (is.null(fit$replicates)) "normal" else paste0("bootstrap (", fit$interval, ")"))
   expect_identical(gl$method, "noisystats")
   expect_equal(gl$eps, 1e9)
 })
