@@ -163,10 +163,12 @@ def test_least_squares_outside_the_domain_lands_on_its_boundary(engel: pd.DataFr
 
 
 def test_an_estimate_on_the_boundary_says_so(engel: pd.DataFrame) -> None:
-    """The default B = 1 cuts engel's OLS fit (above): the summary carries the boundary caveat; B = 2 does not."""
+    """The default B = 1 cuts engel's OLS fit (above): its status is biased, with the boundary named in the
+    summary, glance() and tidy(); B = 2 does not."""
     kw = {"eps": EPS, "bounds": ENGEL_BOUNDS, "method": "kng", "random_state": 0}
     cut = dpstats.dp_ols("foodexp ~ income", engel, **kw)
-    assert any("boundary of KNG's domain" in c for c in cut.privacy.caveats)
-    assert "boundary of KNG's domain" in cut.summary().as_text()
+    assert cut.status == "biased" and "boundary of KNG's domain" in cut.bias
+    assert "biased: the interval does not cover the pull towards the boundary" in cut.summary().as_text()
+    assert cut.glance()["status"].iloc[0] == "biased" and set(cut.tidy()["status"]) == {"biased"}
     free = dpstats.dp_ols("foodexp ~ income", engel, B=2.0, **kw)
-    assert not any("boundary" in c for c in free.privacy.caveats)
+    assert free.status == "ok" and free.bias is None

@@ -60,6 +60,10 @@ class Release:
     (``"basic"`` or ``"percentile"``,
     :func:`dpstats.uncertainty.intervals.confidence_intervals`).
     ``noisy_stats`` are released sufficient statistics (no array of length n).
+    ``bias`` names a bias the estimate keeps that its interval does not cover
+    (binning at the declared bins, a pull towards a domain's boundary), decided
+    from public facts and released values only; the result's status then says
+    "biased" (docs/DESIGN.md section 2: an interval is a promise).
     """
 
     params: np.ndarray
@@ -72,6 +76,7 @@ class Release:
     hyperparameters: Mapping[str, object] = field(default_factory=dict)
     replicates: np.ndarray | None = None
     interval: str = "basic"
+    bias: str | None = None
 
 
 FitFunction = Callable[..., Release]

@@ -37,6 +37,9 @@ class Candidate:
     options: Mapping[str, object] = field(default_factory=dict)
     max_slopes: int | None = None
     delta: float = 0.0
+    biased: bool = False
+    """Whether its fits keep a bias their intervals do not cover (the perturbed histogram's binning:
+    dpstats/mechanisms/histogram/cell_fits.py); auto takes such a candidate only where no other is usable."""
 
     def min_rows(self, d: int) -> int:
         """The smallest n the calibration simulates at dimension d."""
@@ -78,9 +81,9 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate("noisystats", "noisystats", "ols", _noisystats),
     Candidate("theilsen", "theilsen", "ols", _one, max_slopes=1),
     Candidate("gradient", "gradient", "ols", _one, max_slopes=1),
-    Candidate("histogram", "histogram", "ols", _variables),
+    Candidate("histogram", "histogram", "ols", _variables, biased=True),
     Candidate("tukey", "tukey", "ols", _slopes, delta=TUKEY_DELTA),
-    Candidate("histogram (median)", "histogram", "quantreg", _variables),
+    Candidate("histogram (median)", "histogram", "quantreg", _variables, biased=True),
     Candidate("noisystats (repaired)", "noisystats", "ols", _noisystats, options={"singular": "repair"}),
 )
 """The calibrated candidates, in order of preference on ties.

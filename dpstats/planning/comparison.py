@@ -29,10 +29,8 @@ from ..privacy.accounting import check_delta, check_eps, check_share
 from .candidates import CANDIDATES, label_of
 from .error_model import error_unit, predict
 from .facts import PublicFacts
-from .selection import choose
+from .selection import USABLE_REL, choose
 
-USABLE_REL = 2.0
-"""A plan is usable when the chosen mechanism's privacy error is at most this many standard errors."""
 EPS_GRID = np.logspace(-2, 3, 101)
 N_GRID = np.unique(np.logspace(1.5, 7, 111).astype(int))
 

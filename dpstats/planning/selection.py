@@ -4,7 +4,10 @@
    public facts: the estimator, the number of regressors, an intercept, delta.
 2. Their predictions (dpstats/planning/error_model.py). If some candidate's
    predicted failure rate is at most ``MAX_FAILURE``, only those stay: a
-   failure spends the budget and returns nothing.
+   failure spends the budget and returns nothing. If some candidate whose fits
+   keep no uncovered bias is usable (predicted within ``USABLE_REL`` standard
+   errors of the non-private fit), the biased ones (the perturbed histogram's
+   binning) leave too: an interval is a promise (docs/DESIGN.md section 2).
 3. The score of a candidate is the geometric mean over the reference
    scenarios of its predicted deviation over the best one in that scenario
    (its average log-regret): how the data fill the bounds is not public, so
@@ -27,6 +30,8 @@ from .facts import PublicFacts
 
 MAX_FAILURE = 0.01
 """A candidate predicted to fail more often than this is chosen only if every candidate is."""
+USABLE_REL = 2.0
+"""A prediction is usable when its privacy error is at most this many standard errors of the non-private fit."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ def choose(facts: PublicFacts) -> Choice:
     if not applicable:
         raise ValueError(f"no mechanism fits this design: {dict(refusals)}")
     reliable = [(c, p) for c, p in applicable if p.failure <= MAX_FAILURE] or applicable
+    if any(not c.biased and p.typical_rel <= USABLE_REL for c, p in reliable):
+        reliable = [(c, p) for c, p in reliable if not c.biased]
     score = scores([p for _, p in reliable])
     winner, prediction = reliable[int(np.argmin(score))]
     others = ", ".join(f"{c.label} {s:.2g}" for (c, _), s in zip(reliable, score, strict=True) if c is not winner)

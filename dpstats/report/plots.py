@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..planning.comparison import USABLE_REL
+from ..planning.selection import USABLE_REL
 from ..planning.tradeoff import EPS_CURVE, error_curve
 from ..uncertainty.intervals import check_alpha
 from .tables import collect, select_terms
@@ -115,7 +115,7 @@ def tradeoff_plot(
     of the non-private fit (the error model's typical scenario,
     :func:`~dpstats.planning.tradeoff.error_curve`); a thick line marks the
     mechanism ``method="auto"`` would choose at each eps, a dotted line the
-    usable level (:data:`~dpstats.planning.comparison.USABLE_REL` standard
+    usable level (:data:`~dpstats.planning.selection.USABLE_REL` standard
     errors). auto averages its regret over the error model's reference
     scenarios, while the lines show the typical (median) one, so auto's
     choice need not be the lowest line. Public facts only: no data, no

@@ -49,6 +49,7 @@ class Column:
     proven: bool
     failed: bool
     reason: str | None
+    bias: str | None
     terms: tuple[str, ...]
     estimate: np.ndarray
     se: np.ndarray
@@ -78,6 +79,7 @@ class ReleasedFit:
     q: float | None = None
     failed: bool = False
     reason: str | None = None
+    bias: str | None = None
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> ReleasedFit:
@@ -104,6 +106,7 @@ class ReleasedFit:
             q=None if q is None else float(q),
             failed=bool(payload.get("failed", False)),
             reason=payload.get("reason"),
+            bias=payload.get("bias") or None,
         )
 
 
@@ -140,6 +143,7 @@ def _(model: DPRegressionResults, alpha: float) -> list[Column]:
             proven=spent.proven,
             failed=model.failed,
             reason=model.reason,
+            bias=model.bias,
             terms=tuple(model.term_names),
             estimate=model.params.to_numpy(),
             se=model.bse.to_numpy(),
@@ -173,6 +177,7 @@ def _(model: ReleasedFit, alpha: float) -> list[Column]:
             proven=privacy.get("proven", True) is not False,
             failed=model.failed,
             reason=model.reason,
+            bias=model.bias,
             terms=model.terms,
             estimate=model.params,
             se=np.sqrt(np.diag(model.cov)),
@@ -318,7 +323,7 @@ def _notes(
         )
     if thresholds:
         marks = ", ".join(f"{'*' * (i + 1)} p < {t:g}" for i, t in enumerate(thresholds))
-        notes.append(f"{marks} (two-sided normal tests with those standard errors).")
+        notes.append(f"{marks} (two-sided tests from each fit's law: its bootstrap where it carries one, else normal).")
     privacy = "N is public; eps is the privacy each fit spent"
     if any(c.delta > 0 or c.rho is not None for c in columns):
         privacy += " (with its delta, or rho for zCDP)"
@@ -326,6 +331,8 @@ def _notes(
     for label, column in zip(labels, columns, strict=True):
         if column.failed:
             notes.append(f"{label}: the mechanism failed ({column.reason}); its privacy budget was still spent.")
+        elif column.bias:
+            notes.append(f"{label}: biased: the interval does not cover {column.bias}.")
     return notes
 
 

@@ -78,6 +78,7 @@ class DPRegressionResults(MakeTablesPlugin):
     _replicates: np.ndarray | None = field(default=None, repr=False)
     interval: str = "basic"
     plan_note: str | None = None
+    bias: str | None = None
 
     # statsmodels names --------------------------------------------------
 
@@ -120,7 +121,14 @@ class DPRegressionResults(MakeTablesPlugin):
             _replicates=release.replicates,
             interval=release.interval,
             plan_note=plan_note,
+            bias=None if release.failed else release.bias,
         )
+
+    @property
+    def status(self) -> str:
+        """ "failed" (the mechanism failed), "biased" (the estimate keeps a bias its interval does not cover:
+        ``bias`` names it) or "ok"."""
+        return "failed" if self.failed else "biased" if self.bias else "ok"
 
     @property
     def term_names(self) -> list[str]:
@@ -232,7 +240,8 @@ class DPRegressionResults(MakeTablesPlugin):
     # broom names --------------------------------------------------------
 
     def tidy(self, conf_int: bool = True, conf_level: float = 0.95) -> pd.DataFrame:
-        """One row per term: term, estimate, std.error, statistic, p.value, conf.low, conf.high."""
+        """One row per term: term, estimate, std.error, statistic, p.value, conf.low, conf.high, and the fit's
+        ``status`` (biased fits say so on every row a table is built from)."""
         frame = pd.DataFrame(
             {
                 "term": self.term_names,
@@ -246,6 +255,7 @@ class DPRegressionResults(MakeTablesPlugin):
             ci = self.conf_int(1 - conf_level)
             frame["conf.low"] = ci["lower"].to_numpy()
             frame["conf.high"] = ci["upper"].to_numpy()
+        frame["status"] = self.status  # "biased": the intervals do not cover a bias the estimate keeps
         return frame
 
     def glance(self) -> pd.DataFrame:
@@ -263,6 +273,8 @@ class DPRegressionResults(MakeTablesPlugin):
                     "rho": self.privacy.rho,
                     "proven": self.privacy.proven,
                     "failed": self.failed,
+                    "status": self.status,
+                    "bias": self.bias,
                     "inference": self.inference,
                 }
             ]
@@ -303,6 +315,7 @@ class DPRegressionResults(MakeTablesPlugin):
             "interval": self.interval,
             "se_note": self.se_note,
             "plan_note": self.plan_note,
+            "bias": self.bias,
             "privacy": self.privacy.as_dict(),
             "noisy_stats": {k: np.asarray(v).tolist() for k, v in self._noisy_stats.items()},
             "hyperparameters": dict(self.hyperparameters),
@@ -363,6 +376,8 @@ def _missing_se_note(res: DPRegressionResults, terms: list[str]) -> str:
 def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
     """Assemble the summary of ``res`` (post-processing only)."""
     status = "FAILED: " + (res.reason or "") if res.failed else "ok"
+    if res.bias:
+        status = f"biased: the interval does not cover {res.bias}"
     if res.plan_note:
         status += f" (fitted although the plan advised against it: {res.plan_note})"
     method = res.method_title + (f" [auto: {res.method_reason}]" if res.method_reason else "")

@@ -3,6 +3,11 @@
 # broom::tidy(fit) works whenever broom is installed, and nothing is loaded
 # otherwise.
 
+# "failed", "biased" (the estimate keeps a bias its interval does not cover: fit$bias) or "ok".
+.status <- function(x) {
+  if (isTRUE(x$failed)) "failed" else if (!is.null(x$bias) && !is.na(x$bias)) "biased" else "ok"
+}
+
 .frame <- function(df) {
   if (requireNamespace("tibble", quietly = TRUE)) tibble::as_tibble(df) else df
 }
@@ -26,6 +31,7 @@ tidy.dpstats_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
     out$conf.low <- unname(s$conf.int[, 1L])
     out$conf.high <- unname(s$conf.int[, 2L])
   }
+  out$status <- rep(.status(x), nrow(out))
   .frame(out)
 }
 
@@ -43,6 +49,8 @@ glance.dpstats_fit <- function(x, ...) {
     rho = p$rho,
     proven = !identical(p$proven, FALSE),
     failed = x$failed,
+    status = .status(x),
+    bias = if (is.null(x$bias)) NA_character_ else x$bias,
     inference = if (is.null(x$replicates)) "normal" else sprintf("bootstrap (%s)", x$interval),
     stringsAsFactors = FALSE
   )

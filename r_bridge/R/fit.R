@@ -339,6 +339,7 @@ dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels =
     reason = .scalar(res$reason, NA_character_),
     se_note = .scalar(res$se_note, NA_character_),
     plan_note = .scalar(res$plan_note, NA_character_),
+    bias = .scalar(res$bias, NA_character_),
     privacy = list(
       notion = privacy$notion,
       eps = as.numeric(privacy$eps),

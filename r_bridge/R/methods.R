@@ -10,7 +10,10 @@
 #' interval of a fit comes from one law: the bootstrap law of the release's replicates where
 #' it carries them (intervals widened to the estimate where they leave it out, p-values that
 #' invert them), the normal approximation from \code{vcov()} otherwise; z and p are
-#' \code{NaN} where a standard error is not finite. \code{predict()} needs
+#' \code{NaN} where a standard error is not finite. A fit whose estimate keeps a bias its
+#' interval does not cover (the perturbed histogram's binning, KNG's domain boundary) has
+#' status "biased" (\code{fit$bias} names it; the summary, \code{tidy()} and \code{glance()}
+#' show it). \code{predict()} needs
 #' \code{newdata}; \code{residuals()} and \code{fitted()} stop, because they would need the
 #' private data, which the fit does not keep. \code{tidy()} and \code{glance()} are
 #' registered for broom's generics.
@@ -208,7 +211,7 @@ summary.dpstats_fit <- function(object, level = 0.95, ...) {
   table <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, p)
   colnames(table)[4L] <- if (boot) "Pr(boot)" else "Pr(>|z|)"
   out <- object[c("call", "formula", "estimator", "tau", "response", "nobs", "method", "method_title",
-                  "method_reason", "citation", "failed", "reason", "se_note", "plan_note", "privacy", "bounds",
+                  "method_reason", "citation", "failed", "reason", "se_note", "plan_note", "bias", "privacy", "bounds",
                   "levels", "noisy_stats", "hyperparameters")]
   out$coefficients <- table
   out$inference <- if (boot) sprintf("bootstrap (%s)", object$interval) else "normal"
@@ -244,6 +247,7 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
   .field("Reference", x$citation)
   .field("Observations", paste0(x$nobs, " (public)"))
   status <- if (x$failed) paste("FAILED:", x$reason) else "ok"
+  if (!x$failed && !is.null(x$bias) && !is.na(x$bias)) status <- paste("biased: the interval does not cover", x$bias)
   if (!is.null(x$plan_note) && !is.na(x$plan_note)) {
     status <- paste0(status, " (fitted although the plan advised against it: ", x$plan_note, ")")
   }

@@ -50,7 +50,8 @@
     q = if (length(fit$tau) == 1L) fit$tau else NULL,
     y_name = fit$response,
     failed = isTRUE(fit$failed),
-    reason = .na_null(fit$reason)
+    reason = .na_null(fit$reason),
+    bias = .na_null(fit$bias)
   )
 }
 

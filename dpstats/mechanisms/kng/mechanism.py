@@ -31,7 +31,7 @@ the sensitivity) and ``B = 2`` for quantile regression (B does not enter the
 sensitivity there, so a generous domain costs little). The estimate always
 lies in Theta; if the non-private fit lies outside, KNG concentrates on the
 boundary, so declare bounds (or B) that contain the model. A release with
-``||phi||_1 >= BOUNDARY * B`` says so in a caveat (:func:`boundary_caveat`:
+``||phi||_1 >= BOUNDARY * B`` is flagged biased (:func:`boundary_bias`:
 post-processing of the released phi, so it costs no budget): with several
 regressors the declared box's corners lie far from the data, and a fit that
 is fine on the data can leave the declared range of y there.
@@ -278,15 +278,16 @@ def quantile_sensitivity(tau: float, norm: str, column_bounds: np.ndarray) -> fl
 # --------------------------------------------------------------------------
 
 
-def boundary_caveat(phi: np.ndarray, B: float) -> tuple[str, ...]:
-    """The caveat of a released ``phi`` on (or within 2% of) the boundary of ``||phi||_1 <= B``, else none."""
+def boundary_bias(phi: np.ndarray, B: float) -> str | None:
+    """The bias of a released ``phi`` on (or within 2% of) the boundary of ``||phi||_1 <= B``, else None
+    (post-processing: phi is released, B public)."""
     size = float(np.abs(phi).sum())
     if size < BOUNDARY * B:
-        return ()
+        return None
     return (
-        f"the estimate lies on the boundary of KNG's domain (||phi||_1 = {size:.3g}, B = {B:g} on the scaled "
+        f"the pull towards the boundary of KNG's domain (||phi||_1 = {size:.3g}, B = {B:g} on the scaled "
         "problem): the non-private fit may lie outside the domain, and the estimate is then pulled towards it; "
-        "declare bounds that contain the model over the whole box of the regressors, or pass a larger B",
+        "declare bounds that contain the model over the whole box of the regressors, or pass a larger B"
     )
 
 
@@ -385,7 +386,7 @@ def fit(
         notion="pure",
         eps=privacy.eps,
         split=((name, eps), *se_split),
-        caveats=_caveats(d, steps, estimator) + boundary_caveat(phi, B),
+        caveats=_caveats(d, steps, estimator),
         proven=d == 1,
     )
     hyper: dict[str, object] = {"norm": norm, "B": B, "steps": steps, "sensitivity": float(f"{delta:.6g}")}
@@ -404,6 +405,7 @@ def fit(
         hyperparameters=hyper,
         replicates=se.replicates,
         interval="percentile",
+        bias=boundary_bias(phi, B),
     )
 
 

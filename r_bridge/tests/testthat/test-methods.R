@@ -104,12 +104,14 @@ test_that("tidy and glance are registered for broom", {
   fit <- fit_once()
   skip_if_not_installed("broom")
   td <- broom::tidy(fit, conf.int = TRUE, conf.level = 0.9)
-  expect_identical(names(td), c("term", "estimate", "std.error", "statistic", "p.value", "conf.low", "conf.high"))
+  expect_identical(names(td), c("term", "estimate", "std.error", "statistic", "p.value", "conf.low", "conf.high",
+                                "status"))
   expect_equal(td$estimate, unname(coef(fit)))
   gl <- broom::glance(fit)
   expect_identical(nrow(gl), 1L)
   expect_identical(names(gl), c("nobs", "df.model", "method", "notion", "eps", "delta", "rho", "proven", "failed",
-                                "inference"))
+                                "status", "bias", "inference"))
+  expect_identical(gl$status, "ok")
   expect_identical(gl$inference, if (is.null(fit$replicates)) "normal" else paste0("bootstrap (", fit$interval, ")"))
   expect_identical(gl$method, "noisystats")
   expect_equal(gl$eps, 1e9)
@@ -156,4 +158,16 @@ test_that("dp_f_test is the Wald test of the release, its p-value from the boots
   expect_identical(test$reference, "bootstrap")
   expect_true(test$p.value > 0 && test$p.value <= 1)
   expect_error(dp_f_test(fit, "weight"), "unknown term")
+})
+
+test_that("a fit whose interval does not cover its bias says so: the histogram's binning", {
+  skip_if_no_dpstats()
+  skip_if_not_installed("broom")
+  data(engel, package = "quantreg")
+  fit <- dp_quantreg(foodexp ~ income, data = engel, eps = 1, bounds = list(income = c(0, 5000), foodexp = c(0, 2500)),
+                     method = "histogram", random_state = 1)
+  expect_match(fit$bias, "binning at the declared bins")
+  expect_identical(broom::glance(fit)$status, "biased")
+  expect_identical(unique(broom::tidy(fit)$status), "biased")
+  expect_match(paste(capture.output(print(summary(fit))), collapse = " "), "biased: the interval does not cover")
 })
