@@ -18,7 +18,7 @@ from ..groups.partition import declare_groups
 from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
 from ..mechanisms.quantiles import check_quantiles
 from ..planning.facts import PublicFacts
-from ..planning.refusal import check_target, plan_verdict, refusal
+from ..planning.refusal import PlannedCall, check_target
 from ..planning.selection import choose
 from ..privacy.accounting import PrivacySpent, check_budget, check_delta, check_eps, check_share
 from ..privacy.budget import Accountant, check_accountant, requested_spend
@@ -454,10 +454,10 @@ def _plan_note(
     request = plan.privacy
     if request.eps is None or not plan.need_bounds:
         return None
-    common = dict(eps=request.eps, delta=request.delta, bounds=bounds, levels=levels, estimator=estimator)
-    common |= dict(se_share=request.se_share, target=plan.target)
-    method = "auto" if plan.spec is None else plan.spec.name
-    note = plan_verdict(formula, len(data), method=method, options=plan.hyper, columns=list(data.columns), **common)
+    call = PlannedCall(
+        formula, len(data), request.eps, request.delta, bounds, levels, estimator, request.se_share, plan.target
+    )
+    note = call.verdict("auto" if plan.spec is None else plan.spec.name, plan.hyper, list(data.columns))
     if note is not None and plan.spec is None and not plan.force:
-        raise refusal(formula, len(data), note, **common)
+        raise call.refusal(note)
     return note

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from .candidates import CANDIDATES, Candidate, label_of
 from .comparison import MethodComparison, compare_methods, plan_facts
@@ -109,42 +110,33 @@ def _prediction(facts: PublicFacts, method: str, options: Mapping[str, object]) 
     return None if prediction.refused else prediction
 
 
-def plan_verdict(
-    formula: str,
-    n: int,
-    *,
-    eps: float,
-    delta: float,
-    bounds: Mapping[str, Sequence[float]] | None,
-    levels: Mapping[str, Sequence] | None,
-    estimator: str,
-    se_share: float | None,
-    method: str,
-    options: Mapping[str, object],
-    target: float | None,
-    columns: Sequence[str],
-) -> str | None:
-    """The verdict on a call from its public facts (module docstring); ``columns`` are the data's names."""
-    facts = plan_facts(formula, n, eps, bounds, levels, estimator, delta, se_share, columns=columns)
-    prediction = _prediction(facts, method, options)
-    return None if prediction is None else verdict(prediction, facts, target)
+@dataclass(frozen=True)
+class PlannedCall:
+    """The public inputs of one call that the plan judges (``target``: None for the default rule)."""
 
+    formula: str
+    n: int
+    eps: float
+    delta: float
+    bounds: Mapping[str, Sequence[float]] | None
+    levels: Mapping[str, Sequence] | None
+    estimator: str
+    se_share: float | None
+    target: float | None
 
-def refusal(
-    formula: str,
-    n: int,
-    reason: str,
-    *,
-    eps: float,
-    delta: float,
-    bounds: Mapping[str, Sequence[float]] | None,
-    levels: Mapping[str, Sequence] | None,
-    estimator: str,
-    se_share: float | None,
-    target: float | None,
-) -> RefusedBeforeSpending:
-    """The error auto raises, with the call's whole plan."""
-    plan = compare_methods(
-        formula, n, eps, bounds, levels, estimator=estimator, delta=delta, target=target, se_share=se_share
-    )
-    return RefusedBeforeSpending(reason, plan)
+    def verdict(self, method: str, options: Mapping[str, object], columns: Sequence[str]) -> str | None:
+        """The verdict on the call run by ``method`` (module docstring); ``columns`` are the data's names."""
+        facts = plan_facts(
+            self.formula, self.n, self.eps, self.bounds, self.levels, self.estimator, self.delta, self.se_share,
+            columns=columns,
+        )  # fmt: skip
+        prediction = _prediction(facts, method, options)
+        return None if prediction is None else verdict(prediction, facts, self.target)
+
+    def refusal(self, reason: str) -> RefusedBeforeSpending:
+        """The error auto raises, with the call's whole plan."""
+        plan = compare_methods(
+            self.formula, self.n, self.eps, self.bounds, self.levels,
+            estimator=self.estimator, delta=self.delta, target=self.target, se_share=self.se_share,
+        )  # fmt: skip
+        return RefusedBeforeSpending(reason, plan)
