@@ -328,11 +328,13 @@ def _notes(
     if any(c.delta > 0 or c.rho is not None for c in columns):
         privacy += " (with its delta, or rho for zCDP)"
     notes.append(privacy + (": quantiles fitted in one call share that call's eps." if shared else "."))
+    biased: dict[str, list[str]] = {}
     for label, column in zip(labels, columns, strict=True):
         if column.failed:
             notes.append(f"{label}: the mechanism failed ({column.reason}); its privacy budget was still spent.")
         elif column.bias:
-            notes.append(f"{label}: biased: the interval does not cover {column.bias}.")
+            biased.setdefault(column.bias, []).append(label)
+    notes += [f"{', '.join(group)}: biased: the interval does not cover {bias}." for bias, group in biased.items()]
     return notes
 
 

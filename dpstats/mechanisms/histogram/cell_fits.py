@@ -243,10 +243,11 @@ def _fit_with(
 
 
 BINNING_BIAS = (
-    "the binning at the declared bins: the fit is on binned data and keeps a binning bias at any eps (Lei 2011, "
-    "Theorem 3), largest where the data crowd a few bins of wide declared bounds"
+    "the binning bias of the declared bins and, in sparse layouts, the pull of the noise towards the middle of "
+    "the box (a fit on binned data keeps them at any eps; Lei 2011, Theorem 3)"
 )
-"""The bias every fit on a perturbed histogram keeps and its interval does not cover (inference.py, **Binning**)."""
+"""The bias every fit on a perturbed histogram keeps and its interval does not cover (inference.py: **Binning**
+and **Sparse layouts**; the bootstrap corrects the thresholding's bias only as far as its world shows it)."""
 
 
 def as_release(cell_fit: CellFit, privacy: PrivacySpent) -> Release:
