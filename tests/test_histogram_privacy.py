@@ -77,7 +77,7 @@ BOUNDS = {"y": (0.0, 10.0), "x": (0.0, 10.0)}
 LEVELS = {"g": ["a", "b", "c"]}
 
 
-def _formula_pairs() -> tuple[NeighbourPair, ...]:
+def _formula_pairs(formula: str = "y ~ x + C(g)", bounds: dict = BOUNDS) -> tuple[NeighbourPair, ...]:
     """Neighbours through the formula front end: the last row moves across levels and bins."""
     base = pd.DataFrame({"y": [1.0, 9.0, 5.0, 2.0, 7.0, 3.0], "x": [0.5, 9.5, 5.0, 2.0, 8.0, 4.0]})
     base["g"] = ["a", "b", "c", "a", "b", "c"]
@@ -88,12 +88,15 @@ def _formula_pairs() -> tuple[NeighbourPair, ...]:
             d, d_prime = base.copy(), base.copy()
             d.loc[5, ["y", "x", "g"]] = list(old)
             d_prime.loc[5, ["y", "x", "g"]] = list(new)
-            designs = [build_design("y ~ x + C(g)", f, BOUNDS, LEVELS)[0] for f in (d, d_prime)]
+            designs = [build_design(formula, f, bounds, LEVELS)[0] for f in (d, d_prime)]
             pairs.append(NeighbourPair(f"last row {old} -> {new}", *designs))
     return (*pairs, *(p.swapped() for p in pairs))
 
 
 FORMULA_PAIRS = _formula_pairs()  # built once: the formula front end is the slow part
+MODEL_SCALE_PAIRS = _formula_pairs("np.log(y) ~ np.sqrt(x) + C(g)", {"y": (0.5, 10.0), "x": (0.0, 10.0)})
+"""The same moves with y and x binned on the log and square-root scales the formula uses (dpstats/frontend/axes.py):
+the row-wise transform of the clipped values keeps every row in one cell."""
 pytestmark = pytest.mark.usefixtures("few_replicates_in_module")  # conftest.FEW_REPLICATES: the replays do not
 # depend on the bootstrap's number of replicates (post-processing, compared equal on D and D')
 
@@ -124,16 +127,19 @@ def test_replay_on_corner_pairs_sensitivity_two_and_tight(options: dict) -> None
     assert worst.sensitivity == 2.0 and worst.norm == "l1" and worst.max_ratio == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("pairs", [FORMULA_PAIRS, MODEL_SCALE_PAIRS], ids=["formula", "model scale"])
 @pytest.mark.parametrize("bound_cells", [False, ["y", "x"]])
-def test_replay_on_formula_pairs_across_levels_and_bins(bound_cells: object) -> None:
+def test_replay_on_formula_pairs_across_levels_and_bins(pairs: Sequence[NeighbourPair], bound_cells: object) -> None:
     """With bound cells the moves onto and off the bounds (clipped cells) move a row into and out of them."""
     options = {"bins": 4, "bound_cells": bound_cells}
-    report = replay(mech.fit, FORMULA_PAIRS, PRIVACY, seeds=range(1), options=options)
+    report = replay(mech.fit, pairs, PRIVACY, seeds=range(1), options=options)
     report.assert_sound(min_ratio=0.9, names=[NAME])
     assert report.releases[NAME].max_ratio == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("pairs", [CORNERS, FORMULA_PAIRS], ids=["corners", "formula"])
+@pytest.mark.parametrize(
+    "pairs", [CORNERS, FORMULA_PAIRS, MODEL_SCALE_PAIRS], ids=["corners", "formula", "model scale"]
+)
 @pytest.mark.parametrize("bound_cells", [False, True])
 def test_one_changed_row_moves_at_most_two_counts_by_one(pairs: Sequence[NeighbourPair], bound_cells: bool) -> None:
     """The runs stop right after the count release (the fits that follow are the replay's concern)."""

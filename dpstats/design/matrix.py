@@ -32,6 +32,11 @@ class Variables:
     metadata. ``encode`` is a public map from rows of such variables (cell
     centres, say) to ``(y, X)`` with the design's columns: the formula
     evaluated elsewhere, so that a mechanism never imports the front end.
+    A variable the formula uses only through one increasing invertible
+    function (``np.log(wage)``) is held, bounded and encoded on that
+    function's scale (dpstats/frontend/axes.py); ``response_axis`` names the
+    variable whose column is the response itself on that scale (None where
+    the response is another expression).
     Like the rest of the :class:`Design` it lives only for the duration of
     the call.
     """
@@ -41,6 +46,7 @@ class Variables:
     bounds: Mapping[str, tuple[float, float]]
     levels: Mapping[str, tuple]
     encode: Callable[[Any], tuple[np.ndarray, np.ndarray]]
+    response_axis: str | None = None
 
 
 @dataclass(frozen=True)

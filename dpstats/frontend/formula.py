@@ -42,6 +42,7 @@ from patsy.tokens import normalize_token_spacing
 
 from ..design.bounds import Interval, OutsideDomain, UnboundedExpression, expression_bounds, product
 from ..design.matrix import Design, Variables
+from .axes import ModelScale, model_scale_functions, response_axis
 from .cells import CURATOR_ONLY, categorical_cells, check_missing, numeric_cells
 from .grammar import check_factor, evaluation_namespace
 from .metadata import check_bounds, check_levels
@@ -359,9 +360,12 @@ def prepare_frame(
     return pd.DataFrame(columns, index=pd.RangeIndex(len(data)))
 
 
-def _encode(infos, variables: list[str], levels: dict[str, tuple], rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """``(y, X)`` of public ``rows`` of the variables, with the design's columns (Variables.encode)."""
-    y, X = _evaluate(infos, prepare_frame(rows, variables, {}, levels, "impute"))
+def _encode(
+    infos, variables: list[str], levels: dict[str, tuple], scale: ModelScale, rows: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, X)`` of public ``rows`` of the variables on the model's scale, with the design's columns
+    (Variables.encode)."""
+    y, X = _evaluate(infos, prepare_frame(scale.inverse(rows), variables, {}, levels, "impute"))
     return y[:, 0], X
 
 
@@ -433,6 +437,8 @@ def build_design(
     X = _finite(X, x_bounds, x_info.column_names, missing)
 
     intercept = [j for j, name in enumerate(x_info.column_names) if name == "Intercept"]
+    codes = [factor.code for info in (y_info, x_info) for term in info.terms for factor in term.factors]
+    scale = ModelScale(model_scale_functions(codes, [v for v in variables if v in bounds and v not in levels]))
     design = Design(
         y=y,
         X=X,
@@ -443,11 +449,12 @@ def build_design(
         intercept_index=intercept[0] if intercept else None,
         one_hot_blocks=one_hot_blocks(x_info),
         variables=Variables(
-            frame=frame,
+            frame=scale.forward(frame),
             response=tuple(lhs_vars),
-            bounds=bounds,
+            bounds=scale.bounds(bounds),
             levels=levels,
-            encode=partial(_encode, [y_info, x_info], variables, levels),
+            encode=partial(_encode, [y_info, x_info], variables, levels, scale),
+            response_axis=response_axis(y_info.terms[0].factors[0].code, lhs_vars, scale),
         ),
     )
     spec = FormulaSpec(

@@ -131,7 +131,7 @@ def _fit_variables(
         variables.response,
         variables.encode,
         design.term_names,
-        design.y_name,
+        variables.response_axis or design.y_name,
         q,
         None,
         response,
