@@ -159,3 +159,9 @@ def test_the_command_line_refuses_without_a_traceback(data: pd.DataFrame, tmp_pa
     assert code != 0 and "refused before spending" in err and "Traceback" not in err
     assert cli_main([*args, "foodexp=0:2500", "--target", str(TARGET), "--seed", "1", "--force"]) == 0
     assert "plan advised against it" in capsys.readouterr().out
+
+
+def test_auto_given_delta_may_choose_a_pure_mechanism_and_reports_no_delta(data: pd.DataFrame) -> None:
+    """At eps = 1e9 the plan prefers a pure mechanism to Tukey: it runs with delta 0 (it was refused before)."""
+    res = dpstats.dp_ols(FORMULA, data, eps=1e9, delta=1e-6, bounds=BOUNDS, random_state=0)
+    assert res.method != "tukey" and res.privacy.notion == "pure" and res.privacy.delta == 0.0

@@ -420,6 +420,8 @@ def _fit(
         reason = choice.reason
         spec = get_mechanism(choice.method, estimator)
         hyper = spec.check_options(choice.options)
+        if not spec.needs_delta and spec.notion(replace(privacy, delta=0.0), hyper) == "pure":
+            privacy = replace(privacy, delta=0.0)  # a pure mechanism chosen under delta > 0 spends no delta
         spec.check_privacy(privacy, hyper)
     spec.check_design(design)
     quantile = {} if q is None else {"q": q}  # quantile regression: the mechanism's fit gets q

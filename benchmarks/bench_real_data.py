@@ -1,0 +1,228 @@
+"""What DP costs on real public regressions: every mechanism and auto, against OLS and QuantReg (issue 28).
+
+Seven textbook regressions on data shipped with the dependencies, with bounds and levels taken from the data's
+documentation, never from the rows:
+
+* engel (statsmodels; Koenker & Bassett 1982): food expenditure on income, 235 households; least squares and
+  the median.
+* fair (statsmodels; Fair 1978): affairs on age, years married, education and religiousness, 6,366 women
+  (benchmarks/bench_limits.py's declarations).
+* grunfeld (statsmodels; Grunfeld 1958): investment on market value and capital, 220 firm-years.
+* CPS1985 (AER; Berndt 1991): the Mincer equation, log hourly wage on education, experience, its square and
+  gender, 534 workers (vignettes/01_paper_workflow.md's declarations).
+* CPS1988 (AER; Bierens & Ginther 2001, Kleiber & Zeileis 2008, section 3.3): log weekly wage on experience, its
+  square, education and ethnicity, 28,155 men; least squares and the median.
+* PSID1976 (AER; Mroz 1987, Wooldridge 2010, example 15.1): log hourly wage of the 428 working women on
+  education, experience and its square.
+* HousePrices (AER; Anglin & Gencay 1996): log price on log lot size, rooms, stories, garage places and six
+  yes/no amenities, 546 houses.
+
+For each regression x estimator x mechanism (auto pure and with delta = 1e-6 included) x eps in ``--eps``, over
+``--seeds`` seeds: for the coefficients whose non-private |t| is at least ``--strong`` (5), the median over seeds of
+the relative error against OLS (QuantReg at the median), the worst over those coefficients; the share of seeds
+whose 95% interval covers the non-private value (the worst coefficient); the failures and auto's refusals
+(before spending; dpstats/planning/refusal.py); the ratio of the plan's predicted error of the first regressor to
+its realized median error (``pred/real``, compare_methods' "error"); and the seconds per fit.
+
+    python benchmarks/bench_real_data.py [--seeds 100] [--eps 0.5 1 5 1e9] [--data engel CPS1988 ...]
+        [--methods auto noisystats ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+import statsmodels.formula.api as smf
+from bench_limits import ENGEL, ENGEL_BOUNDS, FAIR, FAIR_BOUNDS, FAIR_LEVELS
+
+import dpstats
+
+YES_NO = ["no", "yes"]
+
+
+@dataclass(frozen=True)
+class Regression:
+    """One public regression: its data, formula, declarations and the estimators it is run with."""
+
+    name: str
+    load: Callable[[], pd.DataFrame]
+    formula: str
+    bounds: dict
+    levels: dict | None = None
+    estimators: tuple[str, ...] = ("ols",)
+    median_formula: str | None = None
+    one_regressor: bool = False
+    notes: dict = field(default_factory=dict)
+
+
+def _aer(name: str) -> pd.DataFrame:
+    """An AER data set through rpy2 (Debian's r-cran-aer, installed by scripts/setup.sh)."""
+    from dpstats import r_interop
+
+    ro = r_interop.start_r()
+    ro.r(f'data("{name}", package = "AER")')
+    return r_interop.r_to_pandas(ro.r[name])
+
+
+def _psid1976() -> pd.DataFrame:
+    data = _aer("PSID1976")
+    return data[data["participation"] == "yes"].reset_index(drop=True)  # Mroz's wage equation: working women
+
+
+MINCER_1985 = "np.log(wage) ~ education + experience + I(experience**2 / 100) + C(gender)"
+CPS1988 = "np.log(wage) ~ experience + I(experience**2 / 100) + education + C(ethnicity)"
+HOUSES = (
+    "np.log(price) ~ np.log(lotsize) + bedrooms + bathrooms + stories + garage + C(driveway) + C(recreation)"
+    " + C(fullbase) + C(gasheat) + C(aircon) + C(prefer)"
+)
+REGRESSIONS = (
+    Regression("engel", lambda: sm.datasets.engel.load_pandas().data, ENGEL, ENGEL_BOUNDS,
+               estimators=("ols", "quantreg"), median_formula=ENGEL, one_regressor=True),
+    Regression("fair", lambda: sm.datasets.fair.load_pandas().data, FAIR, FAIR_BOUNDS, FAIR_LEVELS),
+    Regression("grunfeld", lambda: sm.datasets.grunfeld.load_pandas().data, "invest ~ value + capital",
+               {"invest": (0, 1600), "value": (0, 6500), "capital": (0, 2300)}),
+    Regression("CPS1985", lambda: _aer("CPS1985"), MINCER_1985,
+               {"wage": (1, 50), "education": (0, 18), "experience": (0, 60)}, {"gender": ["male", "female"]}),
+    # weekly wages of men 18-70 above $50 a year-week; experience = age - education - 6 over ages 18-70
+    Regression("CPS1988", lambda: _aer("CPS1988"), CPS1988,
+               {"wage": (50, 20000), "education": (0, 18), "experience": (-6, 64)}, {"ethnicity": ["cauc", "afam"]},
+               estimators=("ols", "quantreg"), median_formula=CPS1988),
+    # 1975 hourly wages; education in years (PSID: at most 17); experience of women aged 30-60
+    Regression("PSID1976", _psid1976, "np.log(wage) ~ education + experience + I(experience**2)",
+               {"wage": (0.1, 30), "education": (0, 17), "experience": (0, 45)}),
+    # Windsor (Ontario) sales of 1987: prices in Canadian dollars, lots in square feet
+    Regression("HousePrices", lambda: _aer("HousePrices"), HOUSES,
+               {"price": (10_000, 250_000), "lotsize": (1000, 20_000), "bedrooms": (1, 6), "bathrooms": (1, 4),
+                "stories": (1, 4), "garage": (0, 3)},
+               {k: YES_NO for k in ("driveway", "recreation", "fullbase", "gasheat", "aircon", "prefer")}),
+)  # fmt: skip
+
+SEVERAL = ("auto", "auto (delta)", "noisystats", "histogram", "kng", "tukey")
+ONE = ("auto", "auto (delta)", "theilsen", "gradient", "noisystats", "histogram", "kng")
+MEDIAN = ("auto", "histogram", "kng")
+DELTA = 1e-6
+
+
+def options(method: str) -> dict:
+    """The call's method and its options ("auto (delta)": auto allowed approximate DP, so it may take Tukey)."""
+    if method == "auto (delta)":
+        return {"method": "auto", "delta": DELTA}
+    if method == "tukey":
+        return {"method": "tukey", "delta": DELTA}
+    if method == "noisystats":
+        return {"method": "noisystats", "singular": "repair"}
+    return {"method": method}
+
+
+@dataclass
+class Cell:
+    """One (regression, estimator, method, eps) over the seeds."""
+
+    errors: list[np.ndarray] = field(default_factory=list)
+    covered: list[np.ndarray] = field(default_factory=list)
+    failed: int = 0
+    refused: int = 0
+    seconds: float = 0.0
+    runs: int = 0
+    chose: set[str] = field(default_factory=set)
+
+
+def run_cell(reg: Regression, data: pd.DataFrame, estimator: str, method: str, eps: float, seeds: int,
+             reference: pd.Series) -> Cell:  # fmt: skip
+    cell = Cell()
+    formula = reg.formula if estimator == "ols" else reg.median_formula
+    fit = dpstats.dp_ols if estimator == "ols" else dpstats.dp_quantreg
+    extra = {} if estimator == "ols" else {"q": 0.5}
+    for seed in range(seeds):
+        start = time.perf_counter()
+        try:
+            res = fit(formula, data, eps=eps, bounds=reg.bounds, levels=reg.levels, random_state=seed,
+                      **extra, **options(method))  # fmt: skip
+        except dpstats.RefusedBeforeSpending:
+            cell.refused += 1
+            continue
+        finally:
+            cell.seconds += time.perf_counter() - start
+            cell.runs += 1
+        cell.chose.add(res.method)
+        if res.failed:
+            cell.failed += 1
+            continue
+        params = res.params[reference.index].to_numpy()
+        ci = res.conf_int(0.05).loc[reference.index]
+        cell.errors.append(np.abs(params - reference.to_numpy()) / np.abs(reference.to_numpy()))
+        cell.covered.append(((ci["lower"] <= reference) & (reference <= ci["upper"])).to_numpy())
+    return cell
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--eps", type=float, nargs="+", default=[0.5, 1.0, 5.0, 1e9])
+    parser.add_argument("--data", nargs="+", default=[r.name for r in REGRESSIONS])
+    parser.add_argument("--methods", nargs="+", default=None)
+    parser.add_argument("--strong", type=float, default=5.0)
+    args = parser.parse_args(argv)
+    print(f"{'data':<11} {'n':>6} {'est':<8} {'method':<12} {'eps':>6} {'rel err':>8} {'cover':>6} {'fail':>5} "
+          f"{'refuse':>6} {'pred/real':>9} {'s/fit':>6}  chose")  # fmt: skip
+    for reg in REGRESSIONS:
+        if reg.name not in args.data:
+            continue
+        data = reg.load()
+        for estimator in reg.estimators:
+            formula = reg.formula if estimator == "ols" else reg.median_formula
+            public = smf.ols(formula, data).fit() if estimator == "ols" else smf.quantreg(formula, data).fit(q=0.5)
+            strong = public.params[np.abs(public.tvalues) >= args.strong]
+            first = next((t for t in public.params.index if t != "Intercept" and "C(" not in t), None)
+            methods = MEDIAN if estimator == "quantreg" else ONE if reg.one_regressor else SEVERAL
+            for method in args.methods or methods:
+                if method not in methods:
+                    continue
+                for eps in args.eps:
+                    cell = run_cell(reg, data, estimator, method, eps, args.seeds, strong)
+                    print(row(reg, data, estimator, method, eps, cell, strong, first, public), flush=True)
+
+
+def row(reg: Regression, data: pd.DataFrame, estimator: str, method: str, eps: float, cell: Cell,
+        strong: pd.Series, first: str | None, public) -> str:  # fmt: skip
+    """One printed line: the worst strong coefficient's median relative error and coverage, and the rest."""
+    errors = np.array(cell.errors) if cell.errors else np.full((1, strong.size), np.nan)
+    covered = np.array(cell.covered) if cell.covered else np.full((1, strong.size), np.nan)
+    worst_error = float(np.nanmax(np.median(errors, axis=0))) if strong.size else math.nan
+    worst_cover = float(np.nanmin(np.mean(covered, axis=0))) if strong.size else math.nan
+    ratio = prediction_ratio(reg, data, estimator, method, eps, cell, strong, first, public)
+    return (f"{reg.name:<11} {len(data):>6} {estimator:<8} {method:<12} {eps:>6g} {worst_error:>8.3f} "
+            f"{worst_cover:>6.2f} {cell.failed:>5} {cell.refused:>6} {ratio:>9.2f} "
+            f"{cell.seconds / max(cell.runs, 1):>6.2f}  {','.join(sorted(cell.chose))}")  # fmt: skip
+
+
+def prediction_ratio(reg: Regression, data: pd.DataFrame, estimator: str, method: str, eps: float, cell: Cell,
+                     strong: pd.Series, first: str | None, public) -> float:  # fmt: skip
+    """The plan's predicted error of the first regressor over its realized median error (NaN where none)."""
+    if first is None or first not in strong.index or not cell.errors or eps > 1e6:
+        return math.nan
+    formula = reg.formula if estimator == "ols" else reg.median_formula
+    delta = options(method).get("delta", 0.0)
+    plan = dpstats.compare_methods(formula, len(data), eps=eps, bounds=reg.bounds, levels=reg.levels,
+                                   estimator=estimator, delta=delta)  # fmt: skip
+    table = plan.table
+    label = plan.chosen if method.startswith("auto") else ("noisystats (repaired)" if method == "noisystats" else
+                                                             "histogram (median)" if method == "histogram"
+                                                             and estimator == "quantreg" else method)  # fmt: skip
+    predicted = table.loc[table["method"] == label, "error"]
+    if predicted.empty or not np.isfinite(predicted.iloc[0]):
+        return math.nan
+    j = list(strong.index).index(first)
+    realized = float(np.median(np.array(cell.errors)[:, j])) * abs(float(public.params[first]))
+    return float(predicted.iloc[0]) / realized if realized > 0 else math.nan
+
+
+if __name__ == "__main__":
+    main()
