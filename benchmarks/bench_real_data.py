@@ -193,10 +193,9 @@ def main(argv: list[str] | None = None) -> None:
 def row(reg: Regression, data: pd.DataFrame, estimator: str, method: str, eps: float, cell: Cell,
         strong: pd.Series, first: str | None, public) -> str:  # fmt: skip
     """One printed line: the worst strong coefficient's median relative error and coverage, and the rest."""
-    errors = np.array(cell.errors) if cell.errors else np.full((1, strong.size), np.nan)
-    covered = np.array(cell.covered) if cell.covered else np.full((1, strong.size), np.nan)
-    worst_error = float(np.nanmax(np.median(errors, axis=0))) if strong.size else math.nan
-    worst_cover = float(np.nanmin(np.mean(covered, axis=0))) if strong.size else math.nan
+    released = bool(cell.errors) and strong.size > 0  # every seed failed or was refused: nothing to measure
+    worst_error = float(np.max(np.median(np.array(cell.errors), axis=0))) if released else math.nan
+    worst_cover = float(np.min(np.mean(np.array(cell.covered), axis=0))) if released else math.nan
     ratio = prediction_ratio(reg, data, estimator, method, eps, cell, strong, first, public)
     return (f"{reg.name:<11} {len(data):>6} {estimator:<8} {method:<12} {eps:>6g} {worst_error:>8.3f} "
             f"{worst_cover:>6.2f} {cell.failed:>5} {cell.refused:>6} {ratio:>9.2f} "
