@@ -77,7 +77,9 @@ BOUNDS = {"y": (0.0, 10.0), "x": (0.0, 10.0)}
 LEVELS = {"g": ["a", "b", "c"]}
 
 
-def _formula_pairs(formula: str = "y ~ x + C(g)", bounds: dict = BOUNDS) -> tuple[NeighbourPair, ...]:
+def _formula_pairs(
+    formula: str = "y ~ x + C(g)", bounds: dict = BOUNDS, integers: list[str] | None = None
+) -> tuple[NeighbourPair, ...]:
     """Neighbours through the formula front end: the last row moves across levels and bins."""
     base = pd.DataFrame({"y": [1.0, 9.0, 5.0, 2.0, 7.0, 3.0], "x": [0.5, 9.5, 5.0, 2.0, 8.0, 4.0]})
     base["g"] = ["a", "b", "c", "a", "b", "c"]
@@ -88,7 +90,7 @@ def _formula_pairs(formula: str = "y ~ x + C(g)", bounds: dict = BOUNDS) -> tupl
             d, d_prime = base.copy(), base.copy()
             d.loc[5, ["y", "x", "g"]] = list(old)
             d_prime.loc[5, ["y", "x", "g"]] = list(new)
-            designs = [build_design(formula, f, bounds, LEVELS)[0] for f in (d, d_prime)]
+            designs = [build_design(formula, f, bounds, LEVELS, integers=integers)[0] for f in (d, d_prime)]
             pairs.append(NeighbourPair(f"last row {old} -> {new}", *designs))
     return (*pairs, *(p.swapped() for p in pairs))
 
@@ -97,6 +99,9 @@ FORMULA_PAIRS = _formula_pairs()  # built once: the formula front end is the slo
 MODEL_SCALE_PAIRS = _formula_pairs("np.log(y) ~ np.sqrt(x) + C(g)", {"y": (0.5, 10.0), "x": (0.0, 10.0)})
 """The same moves with y and x binned on the log and square-root scales the formula uses (dpstats/frontend/axes.py):
 the row-wise transform of the clipped values keeps every row in one cell."""
+INTEGER_PAIRS = _formula_pairs("y ~ x + C(g)", {"y": (0.0, 10.0), "x": (0.0, 1.0)}, integers=["x"])
+"""The same moves with x declared whole-valued on [0, 1]: two cells of its own (the default rule affords two
+bins), the off-grid and clipped values rounded to the nearest."""
 pytestmark = pytest.mark.usefixtures("few_replicates_in_module")  # conftest.FEW_REPLICATES: the replays do not
 # depend on the bootstrap's number of replicates (post-processing, compared equal on D and D')
 
@@ -137,8 +142,20 @@ def test_replay_on_formula_pairs_across_levels_and_bins(pairs: Sequence[Neighbou
     assert report.releases[NAME].max_ratio == pytest.approx(1.0)
 
 
+def test_replay_on_an_integer_axis() -> None:
+    """The default layout of INTEGER_PAIRS gives x one cell per whole number; the replay is sound and tight."""
+    layout = mech.build_layout(["y", "x", "g"], {"y": (0.0, 10.0), "x": (0.0, 1.0)}, LEVELS, None, 6, 1.0,
+                               integers=["x"])  # fmt: skip
+    assert layout.axis("x").integer and layout.axis("x").bins == 2
+    report = replay(mech.fit, INTEGER_PAIRS, PRIVACY, seeds=range(1), options={})
+    report.assert_sound(min_ratio=0.9, names=[NAME])
+    assert report.releases[NAME].max_ratio == pytest.approx(1.0)
+
+
 @pytest.mark.parametrize(
-    "pairs", [CORNERS, FORMULA_PAIRS, MODEL_SCALE_PAIRS], ids=["corners", "formula", "model scale"]
+    "pairs",
+    [CORNERS, FORMULA_PAIRS, MODEL_SCALE_PAIRS, INTEGER_PAIRS],
+    ids=["corners", "formula", "model scale", "integer"],
 )
 @pytest.mark.parametrize("bound_cells", [False, True])
 def test_one_changed_row_moves_at_most_two_counts_by_one(pairs: Sequence[NeighbourPair], bound_cells: bool) -> None:

@@ -48,6 +48,7 @@ def dp_ols(
     n_jobs: int | None = None,
     force: bool = False,
     target: float | None = None,
+    integers: Sequence[str] | None = None,
     **options: object,
 ) -> DPRegressionResults | DPGroupedResults:
     """Differentially private least squares from a formula.
@@ -121,6 +122,12 @@ def dp_ols(
         standard errors of the non-private fit. ``force=True``, or an explicit
         ``method=``, fits anyway, and the summary's status line carries the
         prediction. Grouped fits are not refused per group.
+    integers : the numeric variables that take whole values only, each with
+        whole-number bounds: public metadata, declared like the bounds (a
+        pandas dtype depends on the values: docs/DESIGN.md section 2). The
+        perturbed histogram gives each value a cell of its own where the
+        budget allows (dpstats/mechanisms/histogram/layout.py); one fit on a
+        pandas DataFrame.
     **options : the mechanism's hyperparameters.
 
     Neighbouring datasets differ in one row and have the same n (public).
@@ -128,7 +135,7 @@ def dp_ols(
     eps, rho = check_budget(eps, rho)
     accountant = check_accountant(budget)
     privacy = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
-    plan = _plan("ols", privacy, method, options, force, target)
+    plan = _plan("ols", privacy, method, options, force, target, integers)
     _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
     if by is not None:
         grouped = _grouped_call(plan, by, groups, group_sizes, count_share, missing)
@@ -167,6 +174,7 @@ def dp_quantreg(
     n_jobs: int | None = None,
     force: bool = False,
     target: float | None = None,
+    integers: Sequence[str] | None = None,
     **options: object,
 ) -> DPRegressionResults | DPQuantileFits | DPGroupedResults:
     """Differentially private quantile regression from a formula.
@@ -185,6 +193,7 @@ def dp_quantreg(
         quantile-regression mechanism.
     force, target : as for :func:`dp_ols`; with several quantiles each
         quantile's share of eps is judged.
+    integers : as for :func:`dp_ols`.
     **options : the mechanism's hyperparameters; for ``"kng"``: ``norm``
         (``"linf"``, ``"l2"``, ``"l1"``), ``B`` (the radius of the domain
         ``||theta||_1 <= B`` on the scaled problem, default 2) and ``steps``
@@ -201,7 +210,8 @@ def dp_quantreg(
     quantiles = check_quantiles(q)
     eps, delta, share = check_eps(eps), check_delta(delta), check_share(se_share)
     accountant = check_accountant(budget)
-    plan = _plan("quantreg", PrivacyRequest(eps=eps, delta=delta, se_share=share), method, options, force, target)
+    request = PrivacyRequest(eps=eps, delta=delta, se_share=share)
+    plan = _plan("quantreg", request, method, options, force, target, integers)
     _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
     if by is not None:
         if not isinstance(quantiles, float):
@@ -299,6 +309,7 @@ class _Plan:
     privacy: PrivacyRequest = field(repr=False)
     force: bool = False
     target: float | None = None
+    integers: tuple[str, ...] | None = None
 
 
 def _plan(
@@ -308,11 +319,15 @@ def _plan(
     options: Mapping[str, object],
     force: object = False,
     target: object = None,
+    integers: object = None,
 ) -> _Plan:
     """Every check of the method, its options, the privacy request and the refusal's inputs (public only)."""
     if not isinstance(force, bool):
         raise ValueError("force must be True or False")
-    checked = {"force": force, "target": check_target(target)}
+    if integers is not None and not isinstance(integers, Sequence):
+        raise TypeError("integers must be a list of variable names")
+    whole = None if integers is None else (integers,) if isinstance(integers, str) else tuple(map(str, integers))
+    checked = {"force": force, "target": check_target(target), "integers": whole}
     if method == "auto":
         if options:
             raise ValueError(f"options {sorted(options)} need an explicit method=...")
@@ -348,6 +363,8 @@ def _grouped_call(
     declaration = declare_groups(by, groups, group_sizes, count_share)
     if plan.target is not None:
         raise ValueError("target= judges one fit: a grouped fit (by=) is not refused per group")
+    if plan.integers is not None:
+        raise ValueError("integers= is for one fit on a pandas DataFrame, not a grouped fit (by=)")
     if missing != "impute":
         raise ValueError("a grouped fit imputes bad cells row-wise (missing='impute'): its pad rows are missing cells")
     if plan.privacy.rho is not None or plan.notion == "zcdp":
@@ -410,10 +427,12 @@ def _fit(
         data = check_data(data)
         note = _plan_note(estimator, formula, data, plan, bounds, levels)
     if is_dask(data):  # the rows stay on the workers: dpstats/distributed/dask_design.py
+        if plan.integers is not None:
+            raise ValueError("integers= is for one fit on a pandas DataFrame, not a Dask DataFrame")
         design, formula_spec = dask_design(formula, data, bounds, levels, spec, estimator, plan.need_bounds, missing)
     else:
         design, formula_spec = build_design(
-            formula, data, bounds, levels, need_bounds=plan.need_bounds, missing=missing
+            formula, data, bounds, levels, need_bounds=plan.need_bounds, missing=missing, integers=plan.integers
         )
     if spec is None:
         choice = choose(PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share))

@@ -36,7 +36,8 @@ class Variables:
     function (``np.log(wage)``) is held, bounded and encoded on that
     function's scale (dpstats/frontend/axes.py); ``response_axis`` names the
     variable whose column is the response itself on that scale (None where
-    the response is another expression).
+    the response is another expression). ``integers`` are the numeric
+    variables declared to take whole values only (one cell per value).
     Like the rest of the :class:`Design` it lives only for the duration of
     the call.
     """
@@ -47,6 +48,7 @@ class Variables:
     levels: Mapping[str, tuple]
     encode: Callable[[Any], tuple[np.ndarray, np.ndarray]]
     response_axis: str | None = None
+    integers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

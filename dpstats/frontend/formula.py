@@ -45,7 +45,7 @@ from ..design.matrix import Design, Variables
 from .axes import ModelScale, model_scale_functions, response_axis
 from .cells import CURATOR_ONLY, categorical_cells, check_missing, numeric_cells
 from .grammar import check_factor, evaluation_namespace
-from .metadata import check_bounds, check_levels
+from .metadata import check_bounds, check_integers, check_levels
 
 _NO_NA = patsy.NAAction(NA_types=[])
 
@@ -408,17 +408,21 @@ def build_design(
     need_bounds: bool = True,
     missing: str = "impute",
     min_rows: int = 2,
+    integers: Sequence[str] | None = None,
 ) -> tuple[Design, FormulaSpec]:
     """Build the clipped :class:`Design` of ``formula`` on ``data`` (module docstring).
 
     ``need_bounds=False`` is for mechanisms that need no data bounds (Tukey
     depth); categorical levels are always required. ``min_rows=0`` builds the
     design of one partition of a Dask DataFrame, or of its empty ``_meta``
-    (dpstats/distributed/dask_design.py).
+    (dpstats/distributed/dask_design.py). ``integers``: declared whole-valued
+    variables (:func:`~dpstats.frontend.metadata.check_integers`), kept on
+    their own scale.
     """
     data = check_data(data, min_rows)
     missing = check_missing(missing)
     bounds = _normalized_bounds(check_bounds(bounds))
+    whole = check_integers(integers, bounds)
     lhs_vars, rhs_vars, levels = admitted_variables(formula, data.columns, levels)
     variables = lhs_vars + [v for v in rhs_vars if v not in lhs_vars]
 
@@ -438,7 +442,8 @@ def build_design(
 
     intercept = [j for j, name in enumerate(x_info.column_names) if name == "Intercept"]
     codes = [factor.code for info in (y_info, x_info) for term in info.terms for factor in term.factors]
-    scale = ModelScale(model_scale_functions(codes, [v for v in variables if v in bounds and v not in levels]))
+    own_scale = [v for v in variables if v in bounds and v not in levels and v not in whole]
+    scale = ModelScale(model_scale_functions(codes, own_scale))
     design = Design(
         y=y,
         X=X,
@@ -455,6 +460,7 @@ def build_design(
             levels=levels,
             encode=partial(_encode, [y_info, x_info], variables, levels, scale),
             response_axis=response_axis(y_info.terms[0].factors[0].code, lhs_vars, scale),
+            integers=tuple(v for v in whole if v in variables),
         ),
     )
     spec = FormulaSpec(

@@ -31,6 +31,23 @@ def check_bounds(bounds: Mapping[str, Sequence[float]] | None) -> dict[str, Inte
     return checked
 
 
+def check_integers(integers: Sequence[str] | None, bounds: Mapping[str, Interval]) -> tuple[str, ...]:
+    """Validate ``integers``: the numeric variables declared to take whole values only, each with whole-number
+    bounds (public metadata, like the bounds: never read from the data). One name may come alone (R's
+    ``integers = "kids"`` arrives as a string)."""
+    if integers is None:
+        return ()
+    if not isinstance(integers, Sequence):
+        raise TypeError("integers must be a list of variable names")
+    names = (integers,) if isinstance(integers, str) else tuple(str(name) for name in integers)
+    for name in names:
+        if name not in bounds:
+            raise ValueError(f"integers names {name!r}, which has no declared bounds")
+        if not all(float(v).is_integer() for v in bounds[name]):
+            raise ValueError(f"integers names {name!r}, whose bounds {bounds[name]} are not whole numbers")
+    return names
+
+
 def check_levels(levels: Mapping[str, Sequence] | None) -> dict[str, tuple]:
     """Validate ``levels``: a mapping name -> non-empty sequence of distinct levels."""
     if levels is None:

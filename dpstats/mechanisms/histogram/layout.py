@@ -124,6 +124,9 @@ class Axis:
 
     ``ends``: the numeric axis also has a cell of its own at each bound (the
     module docstring's bound cells), before and after its K bins.
+    ``integer``: the axis of a variable declared whole-valued, one cell per
+    whole number in its bounds, centred on it (``bins = hi - lo + 1``, width
+    1): its rows sit at their cells' centres, so it keeps no binning bias.
     """
 
     name: str
@@ -131,6 +134,7 @@ class Axis:
     bins: int = 0
     levels: tuple | None = None
     ends: bool = False
+    integer: bool = False
 
     @property
     def categorical(self) -> bool:
@@ -146,12 +150,12 @@ class Axis:
     def width(self) -> float:
         """The width ``h`` of a numeric axis' bins."""
         lo, hi = self.bounds
-        return (hi - lo) / self.bins
+        return 1.0 if self.integer else (hi - lo) / self.bins
 
     def centres(self) -> np.ndarray:
         """The cells' points: bin centres ``lo + (k + 1/2) h`` (Algorithm 1, step 2), and the bounds' cells' bounds."""
         lo, hi = self.bounds
-        inner = lo + (np.arange(self.bins) + 0.5) * self.width
+        inner = lo + (np.arange(self.bins) + (0.0 if self.integer else 0.5)) * self.width
         return np.concatenate([[lo], inner, [hi]]) if self.ends else inner
 
     def widths(self) -> np.ndarray:
@@ -164,6 +168,8 @@ class Axis:
         if self.levels is not None:
             return np.asarray(column.cat.codes, dtype=np.int64)
         lo, hi = self.bounds
+        if self.integer:  # the nearest whole number (halves up): a row-wise map
+            return np.clip(np.floor(column.to_numpy(dtype=float) - lo + 0.5), 0, self.bins - 1).astype(np.int64)
         unit = (column.to_numpy(dtype=float) - lo) / (hi - lo)
         inner = np.clip(np.floor(unit * self.bins), 0, self.bins - 1).astype(np.int64)
         if not self.ends:
@@ -180,6 +186,8 @@ class Axis:
         """One public line: the bins over the bounds, or the levels."""
         if self.levels is not None:
             return f"{self.name}: {len(self.levels)} levels {list(self.levels)}"
+        if self.integer:
+            return f"{self.name}: one cell per whole number in [{self.bounds[0]:g}, {self.bounds[1]:g}]"
         ends = " and a cell at each bound" if self.ends else ""
         return f"{self.name}: {self.bins} bins over [{self.bounds[0]:g}, {self.bounds[1]:g}]{ends}"
 
@@ -382,6 +390,7 @@ def build_layout(
     estimator: str = "ols",
     ends: Collection[str] = (),
     threshold: Threshold = "enhanced",
+    integers: Collection[str] = (),
 ) -> HistogramLayout:
     """The layout of the columns ``names``, from declared metadata only.
 
@@ -391,7 +400,15 @@ def build_layout(
     mapping per column (the others get the default), or None (the default
     rule, :func:`default_bins`, for the fits of ``estimator`` with the
     ``threshold`` of the release). ``ends``: the numeric columns with a
-    cell of their own at each bound.
+    cell of their own at each bound. ``integers``: declared whole-valued
+    columns without a ``bins`` of their own get one cell per value where the
+    budget allows, that is where the default rule would give them at least
+    as many bins as they have values: then the same budget of cells holds
+    their rows at exact centres. Finer integer axes keep the default bins: on
+    AER's CPS1988 (28,155 rows, eps = 1) one cell per value of experience (71)
+    and education (19) pulled the fit towards the noise of 13,490 cells
+    (education's coefficient 0.029 against OLS's 0.086; 0.080 with the
+    default 11 bins).
     """
     names = list(names)
     numeric = [name for name in names if name not in levels]
@@ -410,21 +427,49 @@ def build_layout(
     outside = sorted(set(ends) - set(numeric))
     if outside:
         raise ValueError(f"bound_cells names columns that are not numeric histogram columns: {outside}")
-    fixed = math.prod(len(levels[name]) for name in names if name in levels)
-    fixed *= math.prod(k + 2 * (name in ends) for name, k in chosen.items())
-    free = [name for name in numeric if name not in chosen]
-    ended = sum(name in ends for name in free)
-    k = default_bins(n, len(free), fixed, eps, estimator, ended, threshold)
-    axes = tuple(
-        Axis(name, levels=tuple(levels[name]))
-        if name in levels
-        else Axis(name, bounds=tuple(bounds[name]), bins=chosen.get(name, k), ends=name in ends)
-        for name in names
-    )
-    layout = HistogramLayout(axes)
+    layout = _layout(names, bounds, levels, chosen, [], n, eps, estimator, ends, threshold)
+    whole = [
+        name
+        for name in numeric
+        if name in integers and name not in chosen and name not in ends
+        and bounds[name][1] - bounds[name][0] + 1 <= layout.axis(name).bins
+    ]  # fmt: skip
+    if whole:
+        layout = _layout(names, bounds, levels, chosen, whole, n, eps, estimator, ends, threshold)
     if layout.n_cells > MAX_CELLS:
         raise ValueError(f"the histogram would have {layout.n_cells} cells (at most {MAX_CELLS}); use fewer bins")
     return layout
+
+
+def _layout(
+    names: Sequence[str],
+    bounds: Mapping[str, tuple[float, float]],
+    levels: Mapping[str, tuple],
+    chosen: Mapping[str, int],
+    whole: Sequence[str],
+    n: int,
+    eps: float,
+    estimator: str,
+    ends: Collection[str],
+    threshold: Threshold,
+) -> HistogramLayout:
+    """The layout with the ``chosen`` bins, one cell per value of the ``whole`` columns, the default K elsewhere."""
+    values = {name: int(bounds[name][1] - bounds[name][0]) + 1 for name in whole}
+    fixed = math.prod(len(levels[name]) for name in names if name in levels)
+    fixed *= math.prod(k + 2 * (name in ends) for name, k in {**chosen, **values}.items())
+    free = [name for name in names if name not in levels and name not in chosen and name not in values]
+    ended = sum(name in ends for name in free)
+    k = default_bins(n, len(free), fixed, eps, estimator, ended, threshold)
+    return HistogramLayout(
+        tuple(
+            Axis(name, levels=tuple(levels[name]))
+            if name in levels
+            else Axis(name, bounds=tuple(bounds[name]), bins=values[name], integer=True)
+            if name in values
+            else Axis(name, bounds=tuple(bounds[name]), bins=chosen.get(name, k), ends=name in ends)
+            for name in names
+        )
+    )
 
 
 def _check_bins(value: object, name: str) -> int:

@@ -117,7 +117,9 @@ def _fit_variables(
     ends = check_bound_cells(bound_cells, [c for c in names if c not in variables.levels])
 
     def layout_with(k: int | dict[str, int] | None) -> HistogramLayout:
-        return build_layout(names, variables.bounds, variables.levels, k, design.n, eps, estimator, ends, threshold)
+        return build_layout(
+            names, variables.bounds, variables.levels, k, design.n, eps, estimator, ends, threshold, variables.integers
+        )
 
     layout = layout_with(bins)
     if bins is None:
