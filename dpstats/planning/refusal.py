@@ -11,7 +11,8 @@ call would run (dpstats/planning/error_model.py). It is negative when that mecha
 3. without a target, to err by more than ``MAX_REL`` standard errors of the non-private fit in a typical
    scenario: its interval would be about ten times the one a non-private analysis publishes. The README's
    demo (engel, eps = 1) is predicted at 5.4 and its interval is informative; AER's CPS1985 wage
-   regression (10 coefficients, eps = 1) was measured at 10 to 13 standard errors.
+   regression (10 coefficients, eps = 1) erred by 10 to 13 standard errors while the histogram binned the
+   wage rather than its log (dpstats/frontend/axes.py).
 
 auto then raises :class:`RefusedBeforeSpending`, which carries the plan (each mechanism's prediction and
 the eps or n it needs). ``force=True``, or an explicit ``method=``, fits anyway and the verdict goes into
