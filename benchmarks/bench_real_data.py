@@ -22,7 +22,8 @@ For each regression x estimator x mechanism (auto pure and with delta = 1e-6 inc
 the relative error against OLS (QuantReg at the median), the worst over those coefficients; the share of seeds
 whose 95% interval covers the non-private value (the worst coefficient); the failures and auto's refusals
 (before spending; dpstats/planning/refusal.py); the ratio of the plan's predicted error of the first regressor to
-its realized median error (``pred/real``, compare_methods' "error"); and the seconds per fit.
+its realized median error (``pred/real``, compare_methods' "error"); the seconds per fit and their ratio to
+statsmodels' OLS (QuantReg) on the same regression (``x sm``, the median of five timed fits).
 
     python benchmarks/bench_real_data.py [--seeds 100] [--eps 0.5 1 5 1e9] [--data engel CPS1988 ...]
         [--methods auto noisystats ...]
@@ -171,14 +172,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--strong", type=float, default=5.0)
     args = parser.parse_args(argv)
     print(f"{'data':<11} {'n':>6} {'est':<8} {'method':<12} {'eps':>6} {'rel err':>8} {'cover':>6} {'fail':>5} "
-          f"{'refuse':>6} {'pred/real':>9} {'s/fit':>6}  chose")  # fmt: skip
+          f"{'refuse':>6} {'pred/real':>9} {'s/fit':>6} {'x sm':>5}  chose")  # fmt: skip
     for reg in REGRESSIONS:
         if reg.name not in args.data:
             continue
         data = reg.load()
         for estimator in reg.estimators:
             formula = reg.formula if estimator == "ols" else reg.median_formula
-            public = smf.ols(formula, data).fit() if estimator == "ols" else smf.quantreg(formula, data).fit(q=0.5)
+            public, reference_seconds = timed_reference(formula, data, estimator)
             strong = public.params[np.abs(public.tvalues) >= args.strong]
             first = next((t for t in public.params.index if t != "Intercept" and "C(" not in t), None)
             methods = MEDIAN if estimator == "quantreg" else ONE if reg.one_regressor else SEVERAL
@@ -187,7 +188,24 @@ def main(argv: list[str] | None = None) -> None:
                     continue
                 for eps in args.eps:
                     cell = run_cell(reg, data, estimator, method, eps, args.seeds, strong)
-                    print(row(reg, data, estimator, method, eps, cell, strong, first, public), flush=True)
+                    line = row(reg, data, estimator, method, eps, cell, strong, first, public)
+                    ratio = cell.seconds / max(cell.runs, 1) / reference_seconds
+                    head, chose = line.rsplit("  ", 1)
+                    print(f"{head} {ratio:>5.1f}  {chose}", flush=True)
+
+
+def timed_reference(formula: str, data: pd.DataFrame, estimator: str):
+    """statsmodels' fit of ``formula`` (OLS, or QuantReg at the median) and the median seconds of five fits."""
+
+    def fit():
+        return smf.ols(formula, data).fit() if estimator == "ols" else smf.quantreg(formula, data).fit(q=0.5)
+
+    seconds = []
+    for _ in range(5):
+        start = time.perf_counter()
+        public = fit()
+        seconds.append(time.perf_counter() - start)
+    return public, float(np.median(seconds))
 
 
 def row(reg: Regression, data: pd.DataFrame, estimator: str, method: str, eps: float, cell: Cell,
