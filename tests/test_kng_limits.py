@@ -172,3 +172,11 @@ def test_an_estimate_on_the_boundary_says_so(engel: pd.DataFrame) -> None:
     assert cut.glance()["status"].iloc[0] == "biased" and set(cut.tidy()["status"]) == {"biased"}
     free = dpstats.dp_ols("foodexp ~ income", engel, B=2.0, **kw)
     assert free.status == "ok" and free.bias is None
+
+
+def test_a_law_pinned_against_the_boundary_gives_no_interval_rather_than_a_point(engel: pd.DataFrame) -> None:
+    """With B = 1 cutting engel's OLS fit, at eps = 100 the truncated draws of a coefficient all equal the estimate
+    (its interval was a point, SE 0): now no SE and an infinite interval, and the fit is biased."""
+    res = dpstats.dp_ols("foodexp ~ income", engel, eps=100.0, bounds=ENGEL_BOUNDS, method="kng", random_state=0)
+    assert res.status == "biased" and "untruncated noise law lies outside" in res.bias
+    assert np.all(np.isinf(res.bse)) and np.isnan(res.pvalues).all() and "no spread" in res.se_note

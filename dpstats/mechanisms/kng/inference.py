@@ -622,6 +622,8 @@ class Uncertainty:
     cov: np.ndarray
     replicates: np.ndarray | None
     note: str
+    outside: float = 0.0
+    """The share of the untruncated noise draws that leave the domain (post-processing of the release)."""
 
 
 def uncertainty(
@@ -661,8 +663,18 @@ def uncertainty(
             note += BOUNDARY.format(share=outside, what=BOUNDARY_WHAT[estimator])
         cov = replicate_covariance(draws)
         if not np.all(np.isfinite(cov)):
-            return Uncertainty(cov, None, note)
-        return Uncertainty(cov, draws, note)
+            return Uncertainty(cov, None, note, outside)
+        if np.any(np.diag(cov) <= 0.0):  # draws pinned to one value: an interval of width 0 would be no promise
+            return Uncertainty(infinite_cov(p), None, note + DEGENERATE, outside)
+        return Uncertainty(cov, draws, note, outside)
+
+
+DEGENERATE = (
+    " The draws of a coefficient have no spread (the truncated law is pinned against the domain's boundary), "
+    "so no standard error or interval is given: they would have width 0."
+)
+"""Appended to the note of a release whose law is degenerate in some coefficient (engel at eps = 20: the
+draws of the slope all equal the estimate, and its interval was a point)."""
 
 
 def affine_map(to_user: Callable[[np.ndarray], np.ndarray], p: int) -> tuple[np.ndarray, np.ndarray]:

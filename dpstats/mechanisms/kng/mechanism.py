@@ -278,16 +278,18 @@ def quantile_sensitivity(tau: float, norm: str, column_bounds: np.ndarray) -> fl
 # --------------------------------------------------------------------------
 
 
-def boundary_bias(phi: np.ndarray, B: float) -> str | None:
-    """The bias of a released ``phi`` on (or within 2% of) the boundary of ``||phi||_1 <= B``, else None
-    (post-processing: phi is released, B public)."""
+def boundary_bias(phi: np.ndarray, B: float, outside: float = 0.0) -> str | None:
+    """The bias of a released ``phi`` on (or within 2% of) the boundary of ``||phi||_1 <= B``, or whose noise
+    law the domain truncates (more than ``inference.BOUNDARY_NOTE`` of its untruncated draws leave it), else
+    None (post-processing: phi is released, B public, the draws post-processing)."""
     size = float(np.abs(phi).sum())
-    if size < BOUNDARY * B:
+    if size < BOUNDARY * B and outside <= inference.BOUNDARY_NOTE:
         return None
     return (
         f"the pull towards the boundary of KNG's domain (||phi||_1 = {size:.3g}, B = {B:g} on the scaled "
-        "problem): the non-private fit may lie outside the domain, and the estimate is then pulled towards it; "
-        "declare bounds that contain the model over the whole box of the regressors, or pass a larger B"
+        f"problem; {outside:.0%} of the untruncated noise law lies outside): the non-private fit may lie outside "
+        "the domain, and the estimate is then pulled towards it; declare bounds that contain the model over the "
+        "whole box of the regressors, or pass a larger B"
     )
 
 
@@ -405,7 +407,7 @@ def fit(
         hyperparameters=hyper,
         replicates=se.replicates,
         interval="percentile",
-        bias=boundary_bias(phi, B),
+        bias=boundary_bias(phi, B, se.outside),
     )
 
 
