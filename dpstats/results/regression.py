@@ -353,7 +353,7 @@ def _stat_text(value: np.ndarray) -> str:
 
 def _law_note(res: DPRegressionResults) -> str:
     """What the p-values, intervals and the joint F test come from (one law per fit)."""
-    if res._replicates is None:
+    if res.inference == "normal":
         return "Tests and intervals: normal (z) and chi-square references, from the standard errors."
     return (
         f"Tests and intervals: the bootstrap law of the release's replicates ({res.interval} intervals, each "

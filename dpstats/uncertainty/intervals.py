@@ -169,27 +169,15 @@ def bootstrap_pvalues(params: np.ndarray, replicates: np.ndarray, kind: str = "b
     return out
 
 
-def normal_pvalues(params: np.ndarray, cov: np.ndarray) -> np.ndarray:
-    """Two-sided normal (z) p-values of ``params`` with the standard errors of ``cov`` (NaN where a z or a
-    standard error is not finite: no test)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        se = np.sqrt(np.diag(np.asarray(cov, dtype=float)))
-        z = np.asarray(params, dtype=float) / se
-    return np.array(
-        [
-            math.erfc(abs(v) / math.sqrt(2.0)) if np.isfinite(v) and np.isfinite(s) else math.nan
-            for v, s in zip(z, se, strict=True)
-        ]
-    )
-
-
 def pvalues(params: np.ndarray, cov: np.ndarray, replicates: np.ndarray | None, kind: str = "basic") -> np.ndarray:
-    """The fit's p-values from its one law: the bootstrap's where the release carries replicates, normal
-    otherwise; NaN wherever the standard error is not finite (module docstring)."""
-    with np.errstate(invalid="ignore"):
-        se = np.sqrt(np.diag(np.asarray(cov, dtype=float)))
-    p = normal_pvalues(params, cov) if replicates is None else bootstrap_pvalues(params, replicates, kind)
-    return np.where(np.isfinite(se), p, math.nan)
+    """The fit's p-values from its one law: the bootstrap's where the release carries replicates, two-sided
+    normal (z) ones otherwise; NaN wherever the standard error is not finite (module docstring)."""
+    if replicates is not None:
+        with np.errstate(invalid="ignore"):
+            tested = np.isfinite(np.sqrt(np.diag(np.asarray(cov, dtype=float))))
+        return np.where(tested, bootstrap_pvalues(params, replicates, kind), math.nan)
+    z = z_statistics(params, cov)
+    return np.array([math.erfc(abs(v) / math.sqrt(2.0)) if math.isfinite(v) else math.nan for v in z])
 
 
 def z_statistics(params: np.ndarray, cov: np.ndarray) -> np.ndarray:
