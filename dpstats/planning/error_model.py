@@ -137,11 +137,19 @@ def error_unit(facts: PublicFacts) -> float:
     otherwise the first slope's, as the continuous family's deviation is an
     average over slopes of the same scale.
     """
-    if not facts.unit:
-        return float("nan")
+    return facts.unit[_error_slope(facts)] if facts.unit else float("nan")
+
+
+def error_term(facts: PublicFacts) -> str:
+    """The name of the coefficient a prediction is of (:func:`error_unit`'s)."""
+    return facts.term_names[_error_slope(facts)] if facts.term_names else "the first regressor"
+
+
+def _error_slope(facts: PublicFacts) -> int:
+    """The slope a prediction is of: x's in the categorical family, else the first (module docstring)."""
     if categorical_levels(facts) is not None and len(facts.dummy) == len(facts.unit):
-        return next(u for u, d in zip(facts.unit, facts.dummy, strict=True) if not d)
-    return facts.unit[0]
+        return next(j for j, d in enumerate(facts.dummy) if not d)
+    return 0
 
 
 def reference(candidate: Candidate, facts: PublicFacts) -> tuple[_Grid, float]:

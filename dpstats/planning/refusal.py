@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from .candidates import CANDIDATES, Candidate, label_of
 from .comparison import MethodComparison, compare_methods, plan_facts
-from .error_model import Prediction, error_unit, predict
+from .error_model import Prediction, error_term, error_unit, predict
 from .facts import PublicFacts
 from .selection import choose
 
@@ -70,7 +70,7 @@ def verdict(prediction: Prediction, facts: PublicFacts, target: float | None) ->
     if target is not None:
         error = prediction.typical_dev * error_unit(facts)
         if not error <= target:
-            term = _first_term(facts)
+            term = error_term(facts)
             return f"{prediction.label} is predicted to err by {error:.3g} on {term}, above target={target:g}"
         return None
     if prediction.typical_rel > MAX_REL:
@@ -79,12 +79,6 @@ def verdict(prediction: Prediction, facts: PublicFacts, target: float | None) ->
             f"non-private fit, more than {MAX_REL:g}"
         )
     return None
-
-
-def _first_term(facts: PublicFacts) -> str:
-    """The coefficient a prediction is of: the first regressor outside the one-hot blocks, else the first."""
-    plain = [t for t, d in zip(facts.term_names, facts.dummy, strict=False) if not d]
-    return (plain or list(facts.term_names) or ["the first regressor"])[0]
 
 
 def _candidate(method: str, options: Mapping[str, object], estimator: str) -> Candidate | None:
@@ -102,8 +96,8 @@ def _prediction(facts: PublicFacts, method: str, options: Mapping[str, object]) 
     """The prediction for the mechanism the call runs (auto's choice), None where the model has none."""
     if method == "auto":
         choice = choose(facts)
-        method, options = choice.method, choice.options
-        return next((p for p in choice.predictions if p.label == label_of(method, options, facts.estimator)), None)
+        label = label_of(choice.method, choice.options, facts.estimator)
+        return next((p for p in choice.predictions if p.label == label), None)
     candidate = _candidate(method, options, facts.estimator)
     if candidate is None or candidate.refusal(facts) is not None:
         return None
