@@ -309,7 +309,7 @@ class _Plan:
     privacy: PrivacyRequest = field(repr=False)
     force: bool = False
     target: float | None = None
-    integers: tuple[str, ...] | None = None
+    integers: Sequence[str] | str | None = None  # declared whole-valued variables (checked by build_design)
 
 
 def _plan(
@@ -324,10 +324,7 @@ def _plan(
     """Every check of the method, its options, the privacy request and the refusal's inputs (public only)."""
     if not isinstance(force, bool):
         raise ValueError("force must be True or False")
-    if integers is not None and not isinstance(integers, Sequence):
-        raise TypeError("integers must be a list of variable names")
-    whole = None if integers is None else (integers,) if isinstance(integers, str) else tuple(map(str, integers))
-    checked = {"force": force, "target": check_target(target), "integers": whole}
+    checked = {"force": force, "target": check_target(target), "integers": integers}
     if method == "auto":
         if options:
             raise ValueError(f"options {sorted(options)} need an explicit method=...")
