@@ -21,9 +21,10 @@ For each regression x estimator x mechanism (auto pure and with delta = 1e-6 inc
 ``--seeds`` seeds: for the coefficients whose non-private |t| is at least ``--strong`` (5), the median over seeds of
 the relative error against OLS (QuantReg at the median), the worst over those coefficients; the share of seeds
 whose 95% interval covers the non-private value (the worst coefficient); the failures and auto's refusals
-(before spending; dpstats/planning/refusal.py); the ratio of the plan's predicted error of the first regressor to
-its realized median error (``pred/real``, compare_methods' "error"); the seconds per fit and their ratio to
-statsmodels' OLS (QuantReg) on the same regression (``x sm``, the median of five timed fits).
+(before spending; dpstats/planning/refusal.py); ``pred/real``, compare_methods' predicted "error" of the
+coefficient its prediction is of (dpstats/planning/error_model.error_term) over that coefficient's realized
+median error; the seconds per fit and their ratio to statsmodels' OLS (QuantReg) on the same regression
+(``x sm``, the median of five timed fits).
 
     python benchmarks/bench_real_data.py [--seeds 100] [--eps 0.5 1 5 1e9] [--data engel CPS1988 ...]
         [--methods auto noisystats ...]
@@ -44,6 +45,8 @@ import statsmodels.formula.api as smf
 from bench_limits import ENGEL, ENGEL_BOUNDS, FAIR, FAIR_BOUNDS, FAIR_LEVELS
 
 import dpstats
+from dpstats.planning.candidates import label_of
+from dpstats.planning.error_model import error_term
 
 YES_NO = ["no", "yes"]
 
@@ -180,15 +183,14 @@ def main(argv: list[str] | None = None) -> None:
         for estimator in reg.estimators:
             formula = reg.formula if estimator == "ols" else reg.median_formula
             public, reference_seconds = timed_reference(formula, data, estimator)
-            strong = public.params[np.abs(public.tvalues) >= args.strong]
-            first = next((t for t in public.params.index if t != "Intercept" and "C(" not in t), None)
+            strong = (np.abs(public.tvalues) >= args.strong).to_numpy()
             methods = MEDIAN if estimator == "quantreg" else ONE if reg.one_regressor else SEVERAL
             for method in args.methods or methods:
                 if method not in methods:
                     continue
                 for eps in args.eps:
-                    cell = run_cell(reg, data, estimator, method, eps, args.seeds, strong)
-                    line = row(reg, data, estimator, method, eps, cell, strong, first, public)
+                    cell = run_cell(reg, data, estimator, method, eps, args.seeds, public.params)
+                    line = row(reg, data, estimator, method, eps, cell, strong, public)
                     ratio = cell.seconds / max(cell.runs, 1) / reference_seconds
                     head, chose = line.rsplit("  ", 1)
                     print(f"{head} {ratio:>5.1f}  {chose}", flush=True)
@@ -209,35 +211,37 @@ def timed_reference(formula: str, data: pd.DataFrame, estimator: str):
 
 
 def row(reg: Regression, data: pd.DataFrame, estimator: str, method: str, eps: float, cell: Cell,
-        strong: pd.Series, first: str | None, public) -> str:  # fmt: skip
+        strong: np.ndarray, public) -> str:  # fmt: skip
     """One printed line: the worst strong coefficient's median relative error and coverage, and the rest."""
-    released = bool(cell.errors) and strong.size > 0  # every seed failed or was refused: nothing to measure
-    worst_error = float(np.max(np.median(np.array(cell.errors), axis=0))) if released else math.nan
-    worst_cover = float(np.min(np.mean(np.array(cell.covered), axis=0))) if released else math.nan
-    ratio = prediction_ratio(reg, data, estimator, method, eps, cell, strong, first, public)
+    released = bool(cell.errors) and strong.any()  # every seed failed or was refused: nothing to measure
+    worst_error = float(np.max(np.median(np.array(cell.errors)[:, strong], axis=0))) if released else math.nan
+    worst_cover = float(np.min(np.mean(np.array(cell.covered)[:, strong], axis=0))) if released else math.nan
+    ratio = prediction_ratio(reg, data, estimator, method, eps, cell, public)
     return (f"{reg.name:<11} {len(data):>6} {estimator:<8} {method:<12} {eps:>6g} {worst_error:>8.3f} "
             f"{worst_cover:>6.2f} {cell.failed:>5} {cell.refused:>6} {ratio:>9.2f} "
             f"{cell.seconds / max(cell.runs, 1):>6.2f}  {','.join(sorted(cell.chose))}")  # fmt: skip
 
 
 def prediction_ratio(reg: Regression, data: pd.DataFrame, estimator: str, method: str, eps: float, cell: Cell,
-                     strong: pd.Series, first: str | None, public) -> float:  # fmt: skip
-    """The plan's predicted error of the first regressor over its realized median error (NaN where none)."""
-    if first is None or first not in strong.index or not cell.errors or eps > 1e6:
+                     public) -> float:  # fmt: skip
+    """The plan's predicted error of its coefficient over that coefficient's realized median error (NaN where
+    there is no prediction)."""
+    if not cell.errors or eps > 1e6:
         return math.nan
     formula = reg.formula if estimator == "ols" else reg.median_formula
     delta = options(method).get("delta", 0.0)
     plan = dpstats.compare_methods(formula, len(data), eps=eps, bounds=reg.bounds, levels=reg.levels,
                                    estimator=estimator, delta=delta)  # fmt: skip
     table = plan.table
-    label = plan.chosen if method.startswith("auto") else ("noisystats (repaired)" if method == "noisystats" else
-                                                             "histogram (median)" if method == "histogram"
-                                                             and estimator == "quantreg" else method)  # fmt: skip
+    call = options(method)
+    mechanism_options = {k: v for k, v in call.items() if k not in ("method", "delta")}
+    label = plan.chosen if call["method"] == "auto" else label_of(call["method"], mechanism_options, estimator)
     predicted = table.loc[table["method"] == label, "error"]
     if predicted.empty or not np.isfinite(predicted.iloc[0]):
         return math.nan
-    j = list(strong.index).index(first)
-    realized = float(np.median(np.array(cell.errors)[:, j])) * abs(float(public.params[first]))
+    term = error_term(plan.facts)
+    j = list(public.params.index).index(term)
+    realized = float(np.median(np.array(cell.errors)[:, j])) * abs(float(public.params[term]))
     return float(predicted.iloc[0]) / realized if realized > 0 else math.nan
 
 
