@@ -266,3 +266,17 @@ def test_the_repaired_candidate_applies_with_categorical_terms_of_any_number_of_
         facts = PublicFacts.of(design, 1.0, 0.0, "ols")
         assert repaired.refusal(facts) is None
         assert repaired.dimension(facts) == 2.0  # x and the factor's one block, whatever its levels
+
+
+def test_a_repair_that_binds_names_its_shrinkage_and_one_that_does_not_is_ok() -> None:
+    """x and x**2 at n = 300, eps = 1: the noise floor lifts the near-collinear direction (the estimate is shrunk
+    along it, and the bootstrap, built on the repaired matrix, repeats that); at eps = 1e4 nothing is lifted."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, 300)
+    data = pd.DataFrame({"x": x, "y": np.clip(x + x**2 + rng.normal(0, 0.2, x.size), -1, 3)})
+    common = dict(bounds={"x": (0, 1), "y": (-1, 3)}, method="noisystats", singular="repair", random_state=1)
+    lifted = dpstats.dp_ols("y ~ x + I(x**2)", data, eps=1.0, **common)
+    assert lifted.status == "biased" and lifted.bias.startswith("the repair's shrinkage: 1 eigenvalue")
+    assert dpstats.dp_ols("y ~ x + I(x**2)", data, eps=1e4, **common).status == "ok"
+    matrix = np.diag([5.0, 0.1])
+    assert repair.floor_bias(matrix, 0.05) is None and "1 eigenvalue" in repair.floor_bias(matrix, 0.2)

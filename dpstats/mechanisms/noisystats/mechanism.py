@@ -154,6 +154,7 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     s_xy = np.atleast_1d(s_xy)
     noisy_stats = _user_unit_stats(scale, s_xx, s_xy)
     floor = repair.floor(p, xx_sensitivity / eps3) if repairs else None
+    bias = None if floor is None else repair.floor_bias(s_xx, floor)
     if floor is not None:
         s_xx = repair.repaired(s_xx, floor)
     elif not _is_positive_definite(s_xx):
@@ -166,7 +167,7 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     theta = scale.jacobian() @ coef_unit + scale.offset()
     params = place_coefficients(design, theta[0], theta[1:])
     if share == 0:
-        return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats)
+        return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats, bias)
 
     rows = functools.partial(_unit_total, design, scale)
     released = inference.release_centered_sandwich(rng, rows, n, coef_unit, eps * share, u_sum=n * u_bar)
@@ -175,7 +176,7 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     cov, replicates = inference.centered_uncertainty(
         noise.postprocessing_rng(rng), released, coef_unit, s_xx, n, scales, to_user, floor
     )
-    return _release(params, cov, replicates, spent, note, noisy_stats)
+    return _release(params, cov, replicates, spent, note, noisy_stats, bias)
 
 
 def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, repairs: bool) -> Release:
@@ -194,6 +195,7 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     s_xx = wtw[1:, 1:] - np.outer(u_total, u_total) / n
     noisy_stats = _user_unit_stats(scale, s_xx, wtv[1:] - u_total * v_total / n)
     floor = structured.floor(layout, noise_scale) if repairs else None
+    bias = None if floor is None else repair.floor_bias(wtw, floor)
     if floor is not None:
         wtw = repair.repaired(wtw, floor)
     elif not _is_positive_definite(wtw):
@@ -203,7 +205,7 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     theta = scale.jacobian() @ coef_unit + scale.offset()
     params = place_coefficients(design, theta[0], theta[1:])
     if share == 0:
-        return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats)
+        return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats, bias)
 
     released = inference.release_centered_sandwich(
         rng, rows, n, coef_unit, eps * share, blocks, u_sum=u_total + n * layout.centre[:-1], sums_released=True
@@ -212,7 +214,7 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     cov, replicates = inference.structured_uncertainty(
         noise.postprocessing_rng(rng), released, coef_unit, wtw, layout, noise_scale, n, to_user, floor
     )
-    return _release(params, cov, replicates, spent, note, noisy_stats)
+    return _release(params, cov, replicates, spent, note, noisy_stats, bias)
 
 
 def _unit_total(design: Design, scale: CenteredUnitScale, statistic: inference.UnitStatistic) -> np.ndarray:
@@ -264,6 +266,7 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
         "X'y": xty * x_scale * y_scale,
     }
     floor = repair.floor(p, xx_sensitivity / eps2) if repairs else None
+    bias = None if floor is None else repair.floor_bias(xtx, floor)
     if floor is not None:
         xtx = repair.repaired(xtx, floor)
     elif not _is_positive_definite(xtx):
@@ -271,7 +274,7 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
     coef_scaled = np.linalg.solve(xtx, xty)
     params = coef_scaled * y_scale / x_scale
     if share == 0:
-        return _release(params, np.full((p, p), np.nan), None, spent, note, noisy_stats)
+        return _release(params, np.full((p, p), np.nan), None, spent, note, noisy_stats, bias)
 
     bound = sandwich.residual_bound(coef_scaled, xb, yb)
     full = design.total(functools.partial(origin_meat, x_scale, y_scale, coef_scaled, bound))
@@ -280,7 +283,7 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
     cov, replicates = inference.origin_uncertainty(
         noise.postprocessing_rng(rng), released, coef_scaled, xtx, design.n, scales, y_scale / x_scale, floor
     )
-    return _release(params, cov, replicates, spent, note, noisy_stats)
+    return _release(params, cov, replicates, spent, note, noisy_stats, bias)
 
 
 def _user_unit_stats(scale: CenteredUnitScale, s_xx: np.ndarray, s_xy: np.ndarray) -> dict:
@@ -298,6 +301,7 @@ def _release(
     spent: PrivacySpent,
     note: str,
     stats: dict,
+    bias: str | None,
 ) -> Release:
     return Release(
         params=params,
@@ -307,4 +311,5 @@ def _release(
         noisy_stats=stats,
         replicates=replicates,
         interval="percentile",
+        bias=bias,
     )

@@ -142,6 +142,20 @@ def repaired(matrix: np.ndarray, bound: float) -> np.ndarray:
     return (vectors * np.maximum(values, bound)[..., None, :]) @ np.swapaxes(vectors, -1, -2)
 
 
+def floor_bias(matrix: np.ndarray, bound: float) -> str | None:
+    """The bias a repair keeps, named where it binds (else None): raising an eigenvalue to the floor shrinks the
+    estimate along its direction, and the bootstrap, whose truth is the repaired matrix, repeats the shrinkage
+    rather than covering it. Post-processing: the released matrix and the public floor."""
+    raised = int(np.sum(np.linalg.eigvalsh(matrix) < bound))
+    if raised == 0:
+        return None
+    return (
+        f"the repair's shrinkage: {raised} eigenvalue(s) of the noisy Gram matrix lay below the noise floor and "
+        "were raised to it, which pulls the estimate towards 0 along those directions (near-collinear terms such "
+        "as x and x**2 first; dpstats/mechanisms/noisystats/repair.py)"
+    )
+
+
 def solve_refits(matrices: np.ndarray, rhs: np.ndarray, floor: float | None) -> np.ndarray:
     """Each ``matrices[b]^{-1} rhs[b]``: repaired at ``floor``, or NaN where not positive definite (no floor)."""
     if floor is not None:
