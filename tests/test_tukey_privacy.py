@@ -64,6 +64,7 @@ from dpstats.mechanisms.tukey import depth as td
 from dpstats.mechanisms.tukey import inference as tukey_inference
 from dpstats.mechanisms.tukey import mechanism as tukey
 from dpstats.mechanisms.tukey.models import partition_models
+from dpstats.mechanisms.tukey.quantile_models import quantile_batch_fit
 from dpstats.privacy import noise
 
 EPS, DELTA = math.log(3), 1e-5
@@ -119,13 +120,17 @@ def test_distance_is_1_sensitive_under_row_replacement_brute_force(eps: float, d
     assert max(np.abs(moves)) == 1, f"worst |D - D'| = {max(np.abs(moves))} (D = {base})"
 
 
-def test_one_replaced_row_changes_exactly_one_model() -> None:
+@pytest.mark.parametrize("q", [None, 0.5, 0.9])
+def test_one_replaced_row_changes_exactly_one_model(q: float | None) -> None:
+    """OLS batches (``dp_ols``) and quantile-regression batches (``dp_quantreg``), with far and non-finite rows."""
+    batch_fit = None if q is None else quantile_batch_fit(q)
     X, y = _tiny_rows(2)
-    a = partition_models(X, y, TINY_M, np.random.default_rng(9))
-    for row in (0, 17, 59):
+    a = partition_models(X, y, TINY_M, np.random.default_rng(9), batch_fit)
+    for row, (x_new, y_new) in itertools.product((0, 17, 59), [(1e6, -1e6), (np.inf, 1.0), (0.5, np.nan)]):
         X2, y2 = X.copy(), y.copy()
-        X2[row, 1], y2[row] = 1e6, -1e6
-        b = partition_models(X2, y2, TINY_M, np.random.default_rng(9))
+        X2[row, 1], y2[row] = x_new, y_new
+        b = partition_models(X2, y2, TINY_M, np.random.default_rng(9), batch_fit)
+        assert np.all(np.isfinite(b))
         assert np.sum(np.any(a != b, axis=1)) == 1  # bit for bit: no other model moves
 
 

@@ -1,11 +1,14 @@
-"""Tukey depth with propose-test-release: multivariate OLS without data bounds.
+"""Tukey depth with propose-test-release: multivariate OLS (and quantile regression) without data bounds.
 
 Amin, Joseph, Ribero, Vassilvitskii (2023), "Easy differentially private linear
 regression", Algorithm 2 (DPTukey), with the propose-test-release (PTR) step of
 Brown, Gaboardi, Smith, Ullman, Zakynthinou (2021), Algorithm 1 and Lemma 3.8.
-``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None)``:
+``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None)``, and
+``dp_quantreg(..., q=tau, method="tukey")``, whose batches fit the tau-th
+regression quantile instead of OLS (dpstats/mechanisms/tukey/quantile_models.py;
+the proof below needs only that each model is a function of its own batch):
 
-1. Partition (tukey_models.py): a uniformly random permutation, drawn through
+1. Partition (dpstats/mechanisms/tukey/models.py): a uniformly random permutation, drawn through
    dpstats/privacy/noise.py, splits the n rows into m disjoint batches of ``floor(n/m)``
    or ``ceil(n/m)`` rows; OLS on each batch gives m models in R^d (d design
    columns, intercept included), their ties broken by a tiny jitter.
@@ -112,6 +115,7 @@ from . import depth as td
 from . import inference
 from .default_m import MIN_MODELS, default_m
 from .models import partition_models
+from .quantile_models import quantile_batch_fit
 
 DEFAULTS: dict[str, object] = {"m": None}
 
@@ -170,15 +174,18 @@ def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str
     return privacy.share(inference.default_share(n, columns, privacy.eps, privacy.delta, None if m is None else int(m)))
 
 
-def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, m: int | None = None) -> Release:
-    """Run the Tukey mechanism on ``design`` (see the module docstring), with its intervals (:mod:`.inference`)."""
+def fit(
+    design: Design, privacy: PrivacyRequest, rng: np.random.Generator, m: int | None = None, q: float | None = None
+) -> Release:
+    """Run the Tukey mechanism on ``design`` (see the module docstring), with its intervals (:mod:`.inference`):
+    on batch OLS fits, or on batch q-th quantile regressions when ``q`` is given (``dp_quantreg``)."""
     n, d = design.n, design.n_columns
     share = privacy.share(inference.default_share(n, d, privacy.eps, privacy.delta, m))
     point_privacy = PrivacyRequest(privacy.eps * (1.0 - share), privacy.delta)
     rule = "given" if m is not None else "default"
     m = int(m) if m is not None else default_m(n, d, point_privacy.eps, privacy.delta)
     check_models(n, d, m)
-    models = partition_models(design.X, design.y, m, rng)
+    models = partition_models(design.X, design.y, m, rng, None if q is None else quantile_batch_fit(q))
     point, stats, info = release_from_models(models, point_privacy, rng)
     info = {"m": m, "m rule": rule, "rows per model": n // m, **info}
     spent = privacy_spent(privacy, share, d)

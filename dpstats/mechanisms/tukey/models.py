@@ -1,7 +1,9 @@
-"""Step 1 of the Tukey mechanism: m OLS models on a random partition of the rows.
+"""Step 1 of the Tukey mechanism: m models on a random partition of the rows.
 
 Amin, Joseph, Ribero, Vassilvitskii (2023), Algorithm 2, lines 1-4: shuffle the
-rows, split them into m disjoint batches and fit OLS on each. Here every row
+rows, split them into m disjoint batches and fit OLS on each (or, for
+``dp_quantreg``, the q-th quantile regression: dpstats/mechanisms/tukey/quantile_models.py;
+the proof needs only that each model is a function of its own batch). Here every row
 is used: the batches hold ``floor(n/m)`` or ``ceil(n/m)`` rows (the public code
 drops the ``n mod m`` left over). The permutation is drawn through
 dpstats/privacy/noise.py and does not depend on the data.
@@ -40,6 +42,8 @@ level of frequency 0.2) spread the extremes and lower the PTR statistic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ...privacy import noise
@@ -58,18 +62,27 @@ def batch_layout(n: int, m: int) -> tuple[int, int]:
     return divmod(n, m)
 
 
-def partition_models(X: np.ndarray, y: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
-    """``(m, d)``: OLS coefficients on m disjoint batches of a uniformly random partition of the rows.
+BatchFit = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""Fits every batch of a stack: ``(k, b, d)`` rows and ``(k, b)`` responses to ``(k, d)`` coefficients and the
+``(k, d)`` mask of those the batch cannot estimate (:func:`batch_ols`)."""
+
+
+def partition_models(
+    X: np.ndarray, y: np.ndarray, m: int, rng: np.random.Generator, batch_fit: BatchFit | None = None
+) -> np.ndarray:
+    """``(m, d)``: the coefficients of ``batch_fit`` (default :func:`batch_ols`) on m disjoint batches of a
+    uniformly random partition of the rows.
 
     The first r batches take ``b + 1`` rows and the others b (``n = m b + r``).
     The models are returned with their ties broken (:func:`break_ties`).
     """
+    batch_fit = batch_ols if batch_fit is None else batch_fit
     n, d = X.shape
     b, r = batch_layout(n, m)
     order = noise.permutation(rng, n)
     signs = unknown_signs(rng, m, d)
     stacks = (order[: r * (b + 1)].reshape(r, b + 1), order[r * (b + 1) :].reshape(m - r, b))
-    fits = [batch_ols(np.take(X, rows, axis=0), np.take(y, rows)) for rows in stacks]
+    fits = [batch_fit(np.take(X, rows, axis=0), np.take(y, rows)) for rows in stacks]
     models = np.vstack([coef for coef, _ in fits])
     dropped = np.vstack([aliased for _, aliased in fits])
     models[dropped] = signs[dropped] * MODEL_LIMIT
@@ -100,33 +113,49 @@ def batch_ols(Xb: np.ndarray, yb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """OLS of each batch: ``Xb`` is ``(k, b, d)``, ``yb`` is ``(k, b)``; returns the ``(k, d)`` coefficients and
     the ``(k, d)`` mask of the coefficients that the batch cannot estimate.
 
-    The normal equations of each batch (batch axis last, so that every step
-    below is one vectorised operation) are solved by Gaussian elimination
-    without pivoting: they are positive semi-definite, and the elimination is
-    invariant to the columns' scales. A column whose pivot falls below
-    ``PIVOT_TOL`` times its diagonal (1 - R^2 on the earlier columns) is
-    dropped from that batch, with coefficient 0; so is an all-zero column.
-    That gives one least-squares solution; its coefficient j is the batch's
-    estimate exactly when j is estimable, i.e. when column j is not (to the
-    same tolerance) a combination of all the other columns
-    (:func:`_estimable`). A dummy whose level is absent is not; neither, when
-    the baseline level is absent, are the intercept and the dummies whose
-    difference alone the batch sees (the elimination would have kept them,
-    with the meaning of another baseline).
+    The normal equations of each batch (:func:`normal_equations`) are solved
+    by Gaussian elimination without pivoting (:func:`solve`): they are
+    positive semi-definite, and the elimination is invariant to the columns'
+    scales. A column whose pivot falls below ``PIVOT_TOL`` times its diagonal
+    (1 - R^2 on the earlier columns) is dropped from that batch, with
+    coefficient 0; so is an all-zero column. That gives one least-squares
+    solution; its coefficient j is the batch's estimate exactly when j is
+    estimable, i.e. when column j is not (to the same tolerance) a
+    combination of all the other columns (:func:`_estimable`). A dummy whose
+    level is absent is not; neither, when the baseline level is absent, are
+    the intercept and the dummies whose difference alone the batch sees (the
+    elimination would have kept them, with the meaning of another baseline).
     """
+    with np.errstate(all="ignore"):
+        G, rhs, bad = normal_equations(Xb, yb)
+        coef = solve(G, rhs)
+        unknown = ~_estimable(G) & ~bad[:, None]
+    return np.clip(coef, -MODEL_LIMIT, MODEL_LIMIT), unknown
+
+
+def normal_equations(
+    Xb: np.ndarray, yb: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each batch's (weighted) normal equations, batch axis last: ``G`` ``(d, d, k)``, ``rhs`` ``(d, k)``, and the
+    ``(k,)`` mask of batches whose equations are not finite (a row with an infinite value, or values so large
+    that X'X overflows), whose equations are set to zero (so they solve to the zero model)."""
     k, _, d = Xb.shape
+    Xw = Xb if weights is None else Xb * weights[:, :, None]
     with np.errstate(all="ignore"):
         G = np.empty((d, d, k))
-        np.matmul(Xb.transpose(0, 2, 1), Xb, out=G.transpose(2, 0, 1))
+        np.matmul(Xw.transpose(0, 2, 1), Xb, out=G.transpose(2, 0, 1))
         rhs = np.empty((d, k))
-        np.matmul(Xb.transpose(0, 2, 1), yb[:, :, None], out=rhs.T[:, :, None])
-        bad = ~(np.isfinite(G).all(axis=(0, 1)) & np.isfinite(rhs).all(axis=0))
-        G[:, :, bad], rhs[:, bad] = 0.0, 0.0
-        G_copy = G.copy()
-        solution, _ = _eliminate(G, rhs, np.einsum("iik->ik", G).copy())
-        coef = np.where(np.isnan(solution.T), 0.0, solution.T)
-        unknown = ~_estimable(G_copy) & ~bad[:, None]
-        return np.clip(coef, -MODEL_LIMIT, MODEL_LIMIT), unknown
+        np.matmul(Xw.transpose(0, 2, 1), yb[:, :, None], out=rhs.T[:, :, None])
+    bad = ~(np.isfinite(G).all(axis=(0, 1)) & np.isfinite(rhs).all(axis=0))
+    G[:, :, bad], rhs[:, bad] = 0.0, 0.0
+    return G, rhs, bad
+
+
+def solve(G: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``(k, d)``: one solution of each batch's normal equations (:func:`batch_ols`), 0 for a dropped column."""
+    with np.errstate(all="ignore"):
+        solution, _ = _eliminate(G.copy(), rhs.copy(), np.einsum("iik->ik", G).copy())
+    return np.where(np.isnan(solution.T), 0.0, solution.T)
 
 
 def _estimable(G: np.ndarray) -> np.ndarray:
