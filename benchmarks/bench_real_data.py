@@ -110,7 +110,7 @@ REGRESSIONS = (
 
 SEVERAL = ("auto", "auto (delta)", "noisystats", "histogram", "kng", "tukey")
 ONE = ("auto", "auto (delta)", "theilsen", "gradient", "noisystats", "histogram", "kng")
-MEDIAN = ("auto", "histogram", "kng")
+MEDIAN = ("auto", "auto (delta)", "histogram", "kng", "tukey")
 DELTA = 1e-6
 
 

@@ -45,3 +45,19 @@ test_that("the histogram takes a response's mass at a bound declared from R (bou
   expect_true(all(abs(coef(declared)) < 1e-3))
   expect_gt(coef(binned)[["(Intercept)"]], 0.25)  # the zeros spread over the response's first bin
 })
+
+test_that("dp_quantreg with method = 'tukey' (delta > 0) is rq's median at a huge eps", {
+  skip_if_no_dpstats()
+  skip_if_not_installed("quantreg")
+  set.seed(2026)
+  n <- 20000
+  d <- data.frame(x = runif(n, 0, 10), g = factor(sample(c("a", "b"), n, replace = TRUE)))
+  d$y <- 1 + 0.5 * d$x + ifelse(d$g == "b", 0.8, 0) + rlnorm(n, 0, 0.8)
+  fit <- dp_quantreg(y ~ x + g, data = d, tau = 0.5, eps = 1e4, delta = 1e-6, method = "tukey",
+                     levels = list(g = c("a", "b")), random_state = 3)
+  ref <- summary(quantreg::rq(y ~ x + g, tau = 0.5, data = d), se = "nid")$coefficients
+  expect_identical(names(coef(fit)), rownames(ref))
+  # the Tukey median of batch medians errs by about one of rq's standard errors (seeded): two is the bound
+  expect_true(all(abs(coef(fit) - ref[, "Value"]) < 2 * ref[, "Std. Error"]))
+  expect_true(all(is.finite(sqrt(diag(vcov(fit))))))
+})
