@@ -21,6 +21,7 @@ from dpstats.mechanisms.tukey import depth as td
 from dpstats.mechanisms.tukey import inference as tukey_inference
 from dpstats.mechanisms.tukey import mechanism as tukey
 from dpstats.mechanisms.tukey import models as tukey_models
+from dpstats.mechanisms.tukey.jackknife import batch_ols_jackknife
 from dpstats.mechanisms.tukey.models import batch_ols, partition_models
 from dpstats.privacy.noise import exponential_mechanism_point_release, log_space_choice, recording
 
@@ -42,7 +43,7 @@ def frame() -> pd.DataFrame:
 
 def test_registered_as_approximate_dp_without_bounds() -> None:
     spec = REGISTRY["tukey"]
-    assert not spec.needs_bounds and spec.needs_delta and spec.options == {"m": None}
+    assert not spec.needs_bounds and spec.needs_delta and spec.options == {"m": None, "jackknife": True}
     assert "Amin" in spec.citation and "Brown" in spec.citation
 
 
@@ -282,3 +283,27 @@ def test_release_from_models_is_the_core_step() -> None:
     assert point is not None and point.shape == (2,) and info["t"] == 150
     assert stats["PTR distance (noisy)"] > stats["PTR threshold"]
     assert td.depth(td.sorted_projections(models), point) >= 150
+
+
+def test_jackknife_removes_the_small_batch_bias_of_a_misspecified_model() -> None:
+    """y = exp(x) fitted by a line on 4,000 batches of 12 rows (x skewed on [0, 3]): the mean of the batch OLS
+    slopes misses the full-sample slope by many standard errors of that mean (a ratio estimator's 1/b bias);
+    jackknifed, by a small part of it. Seeded; measured on three seeds: 23 standard errors plain, 2.7-4.2
+    jackknifed, for a spread 1.3 times wider."""
+    rng = np.random.default_rng(8)
+    k, b = 4000, 12
+    x = 3.0 * rng.beta(1.0, 4.0, (k, b))
+    X = np.stack([np.ones((k, b)), x], axis=2)
+    y = np.exp(x) + rng.normal(0, 0.5, (k, b))
+    full = np.linalg.lstsq(X.reshape(-1, 2), y.ravel(), rcond=None)[0]
+    plain = batch_ols(X, y)[0][:, 1]
+    jackknifed, unknown = batch_ols_jackknife(X, y)
+    assert not unknown.any()
+    plain_bias = abs(plain.mean() - full[1]) / (plain.std() / np.sqrt(k))
+    assert plain_bias > 10
+    assert abs(jackknifed[:, 1].mean() - full[1]) / (jackknifed[:, 1].std() / np.sqrt(k)) < plain_bias / 4
+
+
+def test_jackknife_option_is_a_boolean(engel) -> None:
+    with pytest.raises(TypeError, match="jackknife"):
+        dpstats.dp_ols("foodexp ~ income", engel, eps=1.0, delta=1e-6, method="tukey", jackknife="yes")

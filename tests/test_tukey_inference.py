@@ -115,12 +115,18 @@ def test_default_share_is_spent_only_where_the_point_can_afford_it() -> None:
     assert forced.failed and "propose-test-release refused" in forced.reason
 
 
-def test_se_share_zero_is_the_paper_algorithm_draw_for_draw() -> None:
+@pytest.mark.parametrize("jackknife", [False, True])
+def test_se_share_zero_is_the_paper_algorithm_draw_for_draw(jackknife: bool) -> None:
+    """``jackknife=False``: the paper's batch OLS; the default jackknifes each batch and changes nothing else."""
     frame = SYMMETRIC.draw(np.random.default_rng(3), 5000)
-    res = dpstats.dp_ols("y ~ x", frame, eps=2.0, delta=DELTA, method="tukey", random_state=4, se_share=0)
+    res = dpstats.dp_ols(
+        "y ~ x", frame, eps=2.0, delta=DELTA, method="tukey", random_state=4, se_share=0, jackknife=jackknife
+    )
     X = sm.add_constant(frame["x"]).to_numpy()
     rng = np.random.default_rng(4)
-    models = tukey.partition_models(X, frame["y"].to_numpy(), res.hyperparameters["m"], rng)
+    models = tukey.partition_models(
+        X, frame["y"].to_numpy(), res.hyperparameters["m"], rng, tukey.batch_fit(None, jackknife)
+    )
     point, _, _ = tukey.release_from_models(models, PrivacyRequest(2.0, DELTA), rng)
     np.testing.assert_array_equal(res.params.to_numpy(), point)
     assert np.all(np.isnan(res.bse)) and "se_share=0" in res.se_note

@@ -3,7 +3,7 @@
 Amin, Joseph, Ribero, Vassilvitskii (2023), "Easy differentially private linear
 regression", Algorithm 2 (DPTukey), with the propose-test-release (PTR) step of
 Brown, Gaboardi, Smith, Ullman, Zakynthinou (2021), Algorithm 1 and Lemma 3.8.
-``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None)``, and
+``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None, jackknife=True)``, and
 ``dp_quantreg(..., q=tau, method="tukey")``, whose batches fit the tau-th
 regression quantile instead of OLS (dpstats/mechanisms/tukey/quantile_models.py;
 the proof below needs only that each model is a function of its own batch):
@@ -12,7 +12,11 @@ the proof below needs only that each model is a function of its own batch):
    dpstats/privacy/noise.py, splits the n rows into m disjoint batches of ``floor(n/m)``
    or ``ceil(n/m)`` rows; OLS on each batch gives m models in R^d (d design
    columns, intercept included), their ties broken by a tiny jitter.
-   ``floor(n/m) >= d`` is required.
+   ``floor(n/m) >= d`` is required. By default each batch's OLS fit is
+   jackknifed (dpstats/mechanisms/tukey/jackknife.py: on a misspecified model,
+   as real regressions are, OLS on a few dozen rows is biased by O(1/b), which
+   the median of a thousand batches turns into standard errors of bias);
+   ``jackknife=False`` is the paper's batch OLS.
 2. Approximate Tukey depth T on axis-aligned boxes and the volumes V_i of the
    regions of depth >= i, all in log space (tukey_depth.py; Definition 2.5,
    Lemma 3.3).
@@ -114,10 +118,11 @@ from ..base import PrivacyRequest, Release, failed_release, refuse_rho
 from . import depth as td
 from . import inference
 from .default_m import MIN_MODELS, default_m
-from .models import partition_models
+from .jackknife import batch_ols_jackknife
+from .models import BatchFit, batch_ols, partition_models
 from .quantile_models import quantile_batch_fit
 
-DEFAULTS: dict[str, object] = {"m": None}
+DEFAULTS: dict[str, object] = {"m": None, "jackknife": True}
 
 SE_NOTE = (
     "Standard errors and t intervals cover the sampling error of the aggregate of the m batch fits and the "
@@ -141,10 +146,12 @@ SAMPLE = "restricted exponential mechanism (Tukey depth)"
 
 
 def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
-    """Schema checks before the data are read: delta > 0 and a valid ``m``."""
+    """Schema checks before the data are read: delta > 0, a valid ``m`` and a boolean ``jackknife``."""
     refuse_rho(privacy, "tukey")
     if privacy.delta == 0:
         raise ValueError("method='tukey' is approximate DP (propose-test-release): it needs delta > 0")
+    if not isinstance(options.get("jackknife", True), bool | np.bool_):
+        raise TypeError("jackknife must be True or False")
     m = options.get("m")
     if m is None:
         return
@@ -175,17 +182,23 @@ def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str
 
 
 def fit(
-    design: Design, privacy: PrivacyRequest, rng: np.random.Generator, m: int | None = None, q: float | None = None
+    design: Design,
+    privacy: PrivacyRequest,
+    rng: np.random.Generator,
+    m: int | None = None,
+    jackknife: bool = True,
+    q: float | None = None,
 ) -> Release:
     """Run the Tukey mechanism on ``design`` (see the module docstring), with its intervals (:mod:`.inference`):
-    on batch OLS fits, or on batch q-th quantile regressions when ``q`` is given (``dp_quantreg``)."""
+    on batch OLS fits (jackknifed unless ``jackknife=False``: dpstats/mechanisms/tukey/jackknife.py), or on
+    batch q-th quantile regressions when ``q`` is given (``dp_quantreg``; not jackknifed)."""
     n, d = design.n, design.n_columns
     share = privacy.share(inference.default_share(n, d, privacy.eps, privacy.delta, m))
     point_privacy = PrivacyRequest(privacy.eps * (1.0 - share), privacy.delta)
     rule = "given" if m is not None else "default"
     m = int(m) if m is not None else default_m(n, d, point_privacy.eps, privacy.delta)
     check_models(n, d, m)
-    models = partition_models(design.X, design.y, m, rng, None if q is None else quantile_batch_fit(q))
+    models = partition_models(design.X, design.y, m, rng, batch_fit(q, jackknife))
     point, stats, info = release_from_models(models, point_privacy, rng)
     info = {"m": m, "m rule": rule, "rows per model": n // m, **info}
     spent = privacy_spent(privacy, share, d)
@@ -202,6 +215,13 @@ def fit(
     )
     replicates = law.replicates(noise.postprocessing_rng(rng), point)
     return Release(point, law.cov, spent, note, noisy_stats=stats, hyperparameters=info, replicates=replicates)
+
+
+def batch_fit(q: float | None, jackknife: bool) -> BatchFit:
+    """What each batch fits: the q-th quantile regression, else OLS, jackknifed when ``jackknife``."""
+    if q is not None:
+        return quantile_batch_fit(q)
+    return batch_ols_jackknife if jackknife else batch_ols
 
 
 def privacy_spent(privacy: PrivacyRequest, share: float = 0.0, d: int = 0) -> PrivacySpent:
