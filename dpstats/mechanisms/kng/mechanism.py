@@ -26,15 +26,28 @@ so with an intercept ``||phi||_1 <= B`` says exactly: over the whole declared bo
 of the regressors, the fitted regression function stays within ``B`` half-widths
 of the midpoint of the response's declared range. ``B = 1``: it stays inside the
 declared range of y; ``B = 2``: it may leave it by one half-width at the corners.
-Defaults: ``B = 1`` for least squares (the paper's section 4.3 choice; B enters
-the sensitivity) and ``B = 2`` for quantile regression (B does not enter the
-sensitivity there, so a generous domain costs little). The estimate always
-lies in Theta; if the non-private fit lies outside, KNG concentrates on the
-boundary, so declare bounds (or B) that contain the model. A release with
-``||phi||_1 >= BOUNDARY * B`` is flagged biased (:func:`boundary_bias`:
-post-processing of the released phi, so it costs no budget): with several
-regressors the declared box's corners lie far from the data, and a fit that
-is fine on the data can leave the declared range of y there.
+No B contains the non-private fit for every data set inside the bounds (OLS
+is unbounded on nearly collinear rows), so the default B is chosen from public
+facts alone, n, the draw's eps and d (:func:`default_radius`), never from the
+rows: ``B = max(1, (n eps / (150 (d + 1)))^(1/3))`` for least squares (the
+paper's section 4.3 ``B = 1`` while n eps is small: B enters the sensitivity
+``4 (1 + B)``, and there the noise, not the domain, is the error) and the same
+with the floor 2 for quantile regression (B does not enter the sensitivity).
+B grows without bound with n eps, so any fixed model lies in Theta once n eps
+is large and KNG tends to OLS (QuantReg's limit set) as eps grows, while the
+noise, of order ``(1 + B)(d + 1) / (n eps)``, stays negligible next to the
+sampling error. Measured (benchmarks/bench_real_data.py's regressions, whose
+scaled OLS fits have ``||phi||_1`` from 0.95 (PSID1976) to 2.90 (CPS1988)):
+at eps = 5 and 20, B from 1 to 10, the error grows with ``1 + B`` once B
+holds the fit, and the best B was 1 to 2; the scale 150 puts B at 1.3 to 2.7
+there. A user's B (public, validated before the data are read) replaces the
+rule. The estimate always lies in Theta; if the non-private fit lies outside,
+KNG concentrates on the boundary. A release with ``||phi||_1 >= BOUNDARY * B``,
+or whose untruncated noise law leaves Theta for more than 1% of its draws, is
+flagged biased (:func:`boundary_bias`: post-processing of the released phi, so
+it costs no budget): with several regressors the declared box's corners lie
+far from the data, and a fit that is fine on the data can leave the declared
+range of y there.
 
 Sensitivities for replace-one neighbours on the scaled problem (the rows x_i
 range over the box of the scaled column bounds, ``|v_i| <= 1``; tight for the
@@ -115,6 +128,9 @@ DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
 BOUNDARY = 0.98
 """A release with ``||phi||_1`` at least this fraction of B is flagged as on the domain's boundary."""
 DEFAULT_B = {"ols": 1.0, "quantreg": 2.0}
+"""The smallest radius :func:`default_radius` gives (the paper's B = 1 for least squares, section 4.3)."""
+RADIUS_SCALE = 150.0
+"""``n eps / (d + 1)`` at which :func:`default_radius` starts to exceed 1 (module docstring: measured)."""
 #: Sweeps per dimension d >= 2 (kng_sampler.run_chains: every walker of the ensemble
 #: moves by hit-and-run and twice by ensemble directions; least squares adds an
 #: independence proposal and runs only as the exact sampler's fallback). Quantile
@@ -169,6 +185,25 @@ def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> Non
         check_B(options["B"])
     if options["steps"] is not None:
         check_steps(options["steps"])
+
+
+def default_radius(estimator: str, n: int, eps: float, d: int) -> float:
+    """The domain's radius B when none is given: ``max(DEFAULT_B, (n eps / (RADIUS_SCALE (d + 1)))^(1/3))``.
+
+    Public facts only: n (public, or a group's public or released size), the
+    draw's eps (the call's eps less the standard errors' share) and the number
+    of columns d, never the rows, so B and the sensitivity ``4 (1 + B)`` it sets
+    are the same for neighbouring data sets. Why the cube root: least squares'
+    KNG noise on phi is about ``(2 X'X)^-1 z`` with ``||z|| ~ 8 (1 + B)(d + 1) / eps``
+    (Reimherr & Awan 2019, section 4.2 and Theorem 3.2), i.e. of order
+    ``(1 + B)(d + 1) / (n eps)``; with B of order ``(n eps / (d + 1))^(1/3)`` it is
+    of order ``(n eps)^(-2/3)``, still negligible next to the sampling error
+    ``n^(-1/2)`` as n grows, and it vanishes as eps grows, while every fixed model
+    lies in the domain once n eps is large enough (so KNG tends to OLS). The
+    planner can call this for KNG's predicted error.
+    """
+    radius = (n * eps / (RADIUS_SCALE * (d + 1))) ** (1.0 / 3.0)
+    return max(DEFAULT_B[estimator], float(f"{radius:.3g}"))
 
 
 def default_steps(d: int, estimator: str) -> int:
@@ -286,10 +321,13 @@ def boundary_bias(phi: np.ndarray, B: float, outside: float = 0.0) -> str | None
     if size < BOUNDARY * B and outside <= inference.BOUNDARY_NOTE:
         return None
     return (
-        f"the pull towards the boundary of KNG's domain (||phi||_1 = {size:.3g}, B = {B:g} on the scaled "
-        f"problem; {outside:.0%} of the untruncated noise law lies outside): the non-private fit may lie outside "
-        "the domain, and the estimate is then pulled towards it; declare bounds that contain the model over the "
-        "whole box of the regressors, or pass a larger B"
+        f"the pull towards the boundary of KNG's domain (||phi||_1 = {size:.3g} against B = {B:g} on the "
+        f"scaled problem; {outside:.0%} of the untruncated noise law lies outside it). The domain holds the fits "
+        "whose fitted values stay within B half-widths of the middle of the response's declared range over the "
+        "whole box of the regressors; KNG's estimate always lies in it, so if the non-private fit lies outside, "
+        "or the noise is a sizeable part of the domain, the estimate is pulled towards the boundary and the "
+        "interval need not cover the non-private fit. Remedies: a larger eps (the default B grows with n eps), "
+        "a larger B (least squares' sensitivity is 4 (1 + B)), or bounds that contain the model"
     )
 
 
@@ -344,7 +382,6 @@ def fit(
     norm = check_norm(norm)
     estimator = "ols" if q is None else "quantreg"
     tau = None if q is None else check_quantile(q)
-    B = DEFAULT_B[estimator] if B is None else check_B(B)
     scale = UnitBoxScale.from_design(design)
     d, n = design.n_columns, design.n
     steps = default_steps(d, estimator) if steps is None else check_steps(steps)
@@ -353,6 +390,7 @@ def fit(
     bounds = scale.column_bounds(design)
     share = privacy.share(inference.DEFAULT_SHARE[estimator])
     eps = privacy.eps * (1.0 - share)
+    B = default_radius(estimator, n, eps, d) if B is None else check_B(B)
     rows = functools.partial(_scaled_total, design, scale)
     gram = None
     if tau is None:
