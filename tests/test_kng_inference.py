@@ -250,13 +250,16 @@ def test_se_share_zero_is_the_papers_algorithm() -> None:
 
 def test_a_failed_release_of_S_gives_the_domain_as_intervals_without_warnings() -> None:
     """At n = 30 and eps = 0.05 the noisy X'X of three regressors is not positive definite: the intervals are each
-    coefficient's whole range over Theta at every level (they were infinite), and they hold the estimate."""
+    coefficient's whole range over Theta at every level (they were infinite), they hold the estimate, and the fit
+    is flagged biased (grunfeld at eps = 1: its OLS intercept lies outside the range, since ||phi||_1 = 1.05 > B)."""
     d = DESIGNS["categorical"]
     data = d.draw(np.random.default_rng(2), 30)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         res = dpstats.dp_ols(d.formula, data, eps=0.05, bounds=d.bounds, levels=d.levels, method="kng", random_state=0)
     assert "not positive definite" in res.se_note
+    # the intervals cover only if the fit lies in the domain, which the noisy X'X cannot tell: the fit is flagged
+    assert res.status == "biased" and "does not tell how much of the noise law" in res.bias
     assert np.all(np.isfinite(res.bse.to_numpy())) and np.all(res.bse.to_numpy() > 0)
     ci = res.conf_int(0.05)
     np.testing.assert_allclose(res.conf_int(0.01).to_numpy(), ci.to_numpy())

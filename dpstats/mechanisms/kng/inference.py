@@ -630,7 +630,8 @@ class Uncertainty:
     replicates: np.ndarray | None
     note: str
     outside: float = 0.0
-    """The share of the untruncated noise draws that leave the domain (post-processing of the release)."""
+    """The share of the untruncated noise draws that leave the domain (post-processing of the release);
+    :data:`UNKNOWN` where the noise law is unknown."""
 
 
 def uncertainty(
@@ -659,7 +660,7 @@ def uncertainty(
             pieces = least_squares_covariances(released, n, kng_noise, intercept_index)
             if pieces is None or not np.all(np.isfinite(pieces[0])):
                 draws = domain_draws(rng, kng_noise.B, to_user)
-                return Uncertainty(replicate_covariance(draws), draws, NOTE["ols"] + DOMAIN_ONLY)
+                return Uncertainty(replicate_covariance(draws), draws, NOTE["ols"] + DOMAIN_ONLY, UNKNOWN)
             draws, outside = inverted_draws(rng, phi, pieces[0], pieces[1], kng_noise, to_user)
         else:
             result = studentized_draws(rng, released, phi, n, tau, kng_noise, intercept_index, to_user)
@@ -678,6 +679,8 @@ def uncertainty(
         return Uncertainty(cov, draws, note, outside)
 
 
+UNKNOWN = float("nan")
+"""``Uncertainty.outside`` where the noise law is unknown (S~ not positive definite): the fit is flagged."""
 DOMAIN_ONLY = (
     " The noisy X'X is not positive definite (its noise swamps the design's weakest directions at this n eps), "
     "so it says nothing reliable about the noise law: the intervals are instead each coefficient's whole range "

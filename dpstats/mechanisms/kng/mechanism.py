@@ -328,19 +328,25 @@ def quantile_sensitivity(tau: float, norm: str, column_bounds: np.ndarray) -> fl
 
 def boundary_bias(phi: np.ndarray, B: float, outside: float = 0.0) -> str | None:
     """The bias of a released ``phi`` on (or within 2% of) the boundary of ``||phi||_1 <= B``, or whose noise
-    law the domain truncates (more than ``inference.BOUNDARY_NOTE`` of its untruncated draws leave it), else
-    None (post-processing: phi is released, B public, the draws post-processing)."""
+    law the domain truncates (more than ``inference.BOUNDARY_NOTE`` of its untruncated draws leave it) or may
+    truncate (``outside`` NaN: the law is unknown), else None (post-processing: phi is released, B public, the
+    draws post-processing)."""
     size = float(np.abs(phi).sum())
     if size < BOUNDARY * B and outside <= inference.BOUNDARY_NOTE:
         return None
+    share = (
+        "the noisy X'X does not tell how much of the noise law lies outside it"
+        if math.isnan(outside)
+        else f"{outside:.0%} of the untruncated noise law lies outside it"
+    )
     return (
         f"the pull towards the boundary of KNG's domain (||phi||_1 = {size:.3g} against B = {B:g} on the "
-        f"scaled problem; {outside:.0%} of the untruncated noise law lies outside it). The domain holds the fits "
-        "whose fitted values stay within B half-widths of the middle of the response's declared range over the "
-        "whole box of the regressors; KNG's estimate always lies in it, so if the non-private fit lies outside, "
-        "or the noise is a sizeable part of the domain, the estimate is pulled towards the boundary and the "
-        "interval need not cover the non-private fit. Remedies: a larger eps (the default B grows with n eps), "
-        "a larger B (least squares' sensitivity is 4 (1 + B)), or bounds that contain the model"
+        f"scaled problem; {share}). The domain holds the fits whose fitted values stay within B half-widths of "
+        "the middle of the response's declared range over the whole box of the regressors; KNG's estimate always "
+        "lies in it, so if the non-private fit lies outside, or the noise is a sizeable part of the domain, the "
+        "estimate is pulled towards the boundary and the interval need not cover the non-private fit. Remedies: "
+        "a larger eps (the default B grows with n eps), a larger B (least squares' sensitivity is 4 (1 + B)), or "
+        "bounds that contain the model"
     )
 
 
