@@ -22,8 +22,11 @@ released ``phi~`` (``sandwich.release_meat``) with the residuals clipped at
 :func:`residual_sigmas` released sigmas (the meat's noise scales with the
 bound's square; the box's bound is often 10 sigmas or more). They give White's (1980) HC1
 sandwich V of ``phi^`` (``sandwich.robust_meat``: corrected for the residuals'
-privacy noise, shrunk towards the homoskedastic meat, PSD). The intervals
-(:func:`inverted_draws`) come from W = N(0, V) + (2 S~)^{-1} z, 1000 draws:
+privacy noise, shrunk towards the homoskedastic meat, PSD), with S~ replaced
+by the lower confidence bound ``S_L = S~ - t I`` (:func:`bread_margin`: S >= S_L
+with probability 0.95), so that S~'s noise cannot make the noise law too
+narrow along the design's weak directions. The intervals
+(:func:`inverted_draws`) come from W = N(0, V) + (2 S_L)^{-1} z, 1000 draws:
 where ``phi~ + W`` stays in Theta (the truncation does not bind) they are the
 basic intervals of the parametric bootstrap (Ferrando, Wang & Sheldon 2022).
 Where it does (small n eps: the noise is a sizeable part of the domain),
@@ -77,7 +80,7 @@ where the gradient's steps matter and the privacy noise is a small part.)
 
 Both return replicates whose percentile intervals are those intervals (a
 confidence distribution's draws) and whose spread gives the standard errors.
-Where least squares' S~ is not positive definite (its noise swamps the
+Where least squares' S_L is not positive definite (S~'s noise swamps the
 design's weakest direction: 5-12 coefficients at n = 500 and eps = 1 or 5, the
 smallest eigenvalue of S on the scaled problem being 2.5 against noise of
 scale 23 or more), or a coefficient's draws have no spread, the replicates are
@@ -88,8 +91,8 @@ Theta, the mechanism's own assumption (before, the SEs were infinite).
 What this leaves out: (i) least squares: the inversion fixes the other
 coefficients on one line; the truncation is applied to the sum of the
 sampling and privacy noise, not to the privacy noise given ``phi^``; the
-noise of S~ is not re-drawn (the budget on S keeps it small: measured
-coverage 0.93-0.97 at n = 1000, eps = 1); residuals beyond 6 released
+noise of S~ is not re-drawn, only bounded (``S_L``: the intervals are
+conservative where S~'s noise is a sizeable part of S); residuals beyond 6 released
 sigmas are clipped at moderate n eps (a variance bias with heavier tails
 than the normal's); (ii) quantile regression: the
 truncation to Theta (B = 2, rarely binding) and the K-norm approximation's
@@ -103,7 +106,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.optimize import brentq
@@ -118,6 +121,8 @@ DEFAULT_SHARE = {"ols": 0.3, "quantreg": 0.5}
 """The part of eps spent on standard errors unless the user sets ``se_share``."""
 BREAD_SHARE = {"ols": 0.7, "quantreg": 0.2}
 """The most of the standard errors' budget spent on S = X'X (:func:`bread_budget`)."""
+BREAD_LEVEL = 0.05
+"""Least squares: the lower bound ``S~ - t I`` on S fails with this probability (:func:`bread_margin`)."""
 BREAD_FLOOR = 0.1
 """The least of the standard errors' budget spent on S (:func:`bread_budget`)."""
 BREAD_PRECISION = 300.0
@@ -474,16 +479,38 @@ def centred_meat(released: Released, privacy: np.ndarray, n: int, intercept_inde
     return L_inv @ meat_w @ L_inv.T
 
 
+def bread_margin(rng: np.random.Generator, bread_scale: float, p: int) -> float:
+    """t with ``P(lambda_min(E) < -t) = BREAD_LEVEL`` for S~'s noise E (symmetric, iid Laplace upper triangle).
+
+    Then ``S = S~ - E >= S~ - t I`` in the PSD order with probability
+    ``1 - BREAD_LEVEL``. The quantile is taken over :data:`REPLICATES` draws of
+    E at the release's public scale (post-processing).
+    """
+    if bread_scale == 0.0:
+        return 0.0
+    E = _symmetric_noise(rng, np.full(p * (p + 1) // 2, bread_scale), p, REPLICATES)
+    return float(np.quantile(-np.linalg.eigvalsh(E)[:, 0], 1.0 - BREAD_LEVEL))
+
+
 def least_squares_covariances(
-    released: Released, n: int, kng_noise: Noise, intercept_index: int | None
+    rng: np.random.Generator, released: Released, n: int, kng_noise: Noise, intercept_index: int | None
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """(HC1 sampling covariance V, ``A = 2 S~``) on the scaled problem, or None if S~ is not positive definite."""
-    bread = released.bread
+    """(HC1 sampling covariance V, ``A = 2 S_L``) on the scaled problem, or None if S_L is not positive definite.
+
+    ``S_L = S~ - bread_margin I`` is a lower confidence bound on S: the noise
+    law ``(2 S_L)^-1 z`` and the sandwich it gives are wider along the design's
+    weak directions, where S~'s noise would otherwise make them too narrow
+    (CPS1988 at eps = 1: the smallest eigenvalue of S is 124 and S~'s noise
+    has scale 114; with S~ itself the intervals missed OLS while the fit was
+    not flagged in 2 of 4 seeds).
+    """
+    p = released.bread.shape[0]
+    bread = released.bread - bread_margin(rng, released.bread_scale, p) * np.eye(p)
     if not _definite(bread):
         return None
     A_inv = np.linalg.inv(2.0 * bread)
-    privacy = A_inv @ k_norm_covariance(kng_noise.c, bread.shape[0], kng_noise.norm) @ A_inv.T
-    meat = centred_meat(released, privacy, n, intercept_index)
+    privacy = A_inv @ k_norm_covariance(kng_noise.c, p, kng_noise.norm) @ A_inv.T
+    meat = centred_meat(replace(released, bread=bread), privacy, n, intercept_index)
     return sandwich.hc_covariance(bread, meat, n), 2.0 * bread
 
 
@@ -657,7 +684,7 @@ def uncertainty(
         if not all(np.all(np.isfinite(a)) for a in inputs):
             return failed
         if tau is None:
-            pieces = least_squares_covariances(released, n, kng_noise, intercept_index)
+            pieces = least_squares_covariances(rng, released, n, kng_noise, intercept_index)
             if pieces is None or not np.all(np.isfinite(pieces[0])):
                 draws = domain_draws(rng, kng_noise.B, to_user)
                 return Uncertainty(replicate_covariance(draws), draws, NOTE["ols"] + DOMAIN_ONLY, UNKNOWN)
@@ -682,7 +709,8 @@ def uncertainty(
 UNKNOWN = float("nan")
 """``Uncertainty.outside`` where the noise law is unknown (S~ not positive definite): the fit is flagged."""
 DOMAIN_ONLY = (
-    " The noisy X'X is not positive definite (its noise swamps the design's weakest directions at this n eps), "
+    " The noisy X'X less its noise's margin is not positive definite (the noise swamps the design's weakest "
+    "directions at this n eps), "
     "so it says nothing reliable about the noise law: the intervals are instead each coefficient's whole range "
     "over KNG's domain ||phi||_1 <= B, which holds the estimate, and they cover the non-private fit whenever "
     "it lies in the domain (at every level above 0.1%: the replicates sit at the range's two ends)."
