@@ -285,7 +285,7 @@ def test_max_gap_matches_all_pairs(norm: str) -> None:
 
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("name", DESIGNS)
-@pytest.mark.parametrize("B", [1.0, 2.5])
+@pytest.mark.parametrize("B", [1.0, 2.5, 10.0])  # 10: the default radius of CPS1988 at eps = 1e9
 def test_least_squares_sensitivity_by_brute_force(name: str, norm: str, B: float) -> None:
     bounds = scaled_bounds(name)
     delta = least_squares_sensitivity(B, norm, bounds)
@@ -503,6 +503,36 @@ def test_one_dimension_is_sampled_exactly(frame: pd.DataFrame) -> None:
     assert "exact sampler" in res.privacy.caveats[0]
     assert list(res.params.index) == ["Intercept"] and np.isnan(res.bse.iloc[0])
     assert BOUNDS["y"][0] - 7.5 <= res.params.iloc[0] <= BOUNDS["y"][1] + 7.5 + 1e-9  # inside Theta (B = 2)
+
+
+def test_default_radius_is_the_floor_at_small_n_eps_and_grows_without_bound() -> None:
+    """kng.default_radius: public facts only (its arguments); least squares: the paper's B = 1 while
+    ``n eps / (d + 1) <= RADIUS_SCALE``, then ``+ RADIUS_GROWTH ln``, increasing in n and eps, unbounded;
+    quantile regression: 2 (its chain does not mix in a larger domain)."""
+    assert kng.default_radius("ols", 500, 1.0, 4) == 1.0
+    assert kng.default_radius("ols", kng.RADIUS_SCALE * 5, 1.0, 4) == 1.0
+    radii = [kng.default_radius("ols", 534, eps, 5) for eps in (1.0, 5.0, 20.0, 1e3, 1e9)]
+    assert radii == sorted(radii) and radii[2] > 1.0 and radii[-1] > 8.0
+    assert kng.default_radius("ols", 10**6, 1.0, 3) == pytest.approx(1 + 0.4 * math.log(500), abs=0.005)  # 3 digits
+    assert kng.default_radius("ols", 10**60, 1.0, 3) > 50.0
+    assert {kng.default_radius("quantreg", n, eps, 5) for n, eps in [(50, 1.0), (10**6, 1e9)]} == {2.0}
+
+
+def test_default_radius_sets_the_sensitivity_from_public_facts(frame: pd.DataFrame) -> None:
+    """The fit reports the B of default_radius(n, the draw's eps, d) and Delta = 4 (1 + B); a neighbour (one row
+    replaced by a corner of the box) gets the same B and sensitivity, and so does any other data set of size n."""
+    eps = 5000.0
+    kw = dict(eps=eps, bounds=BOUNDS, method="kng", random_state=2)
+    res = dpstats.dp_ols("y ~ x", frame, **kw)
+    B = kng.default_radius("ols", len(frame), eps * (1 - DEFAULT_SHARE["ols"]), 2)
+    assert B > 1.0 and res.hyperparameters["B"] == B
+    assert res.hyperparameters["sensitivity"] == pytest.approx(4 * (1 + B), rel=1e-6)
+    neighbour = frame.copy()
+    neighbour.loc[0, ["x", "y"]] = [BOUNDS["x"][1], BOUNDS["y"][0]]
+    other = make_frame(len(frame), seed=9)
+    for data in (neighbour, other):
+        hyper = dpstats.dp_ols("y ~ x", data, **kw).hyperparameters
+        assert (hyper["B"], hyper["sensitivity"]) == (res.hyperparameters["B"], res.hyperparameters["sensitivity"])
 
 
 def test_least_squares_defaults(frame: pd.DataFrame) -> None:

@@ -248,16 +248,42 @@ def test_se_share_zero_is_the_papers_algorithm() -> None:
         assert np.all(np.isnan(res.bse.to_numpy())) and res.se_note == inference.NO_SE_NOTE
 
 
-def test_a_failed_release_of_S_gives_infinite_intervals_without_warnings() -> None:
-    """At n = 30 and eps = 0.05 the noisy X'X of three regressors is not positive definite: SEs are inf, not NaN."""
+def test_a_failed_release_of_S_gives_the_domain_as_intervals_without_warnings() -> None:
+    """At n = 30 and eps = 0.05 the noisy X'X of three regressors is not positive definite: the intervals are each
+    coefficient's whole range over Theta at every level (they were infinite), they hold the estimate, and the fit
+    is flagged biased (grunfeld at eps = 1: its OLS intercept lies outside the range, since ||phi||_1 = 1.05 > B)."""
     d = DESIGNS["categorical"]
     data = d.draw(np.random.default_rng(2), 30)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         res = dpstats.dp_ols(d.formula, data, eps=0.05, bounds=d.bounds, levels=d.levels, method="kng", random_state=0)
-    assert np.all(np.isinf(res.bse.to_numpy()))
-    ci = res.conf_int()
-    assert np.all(np.isinf(ci["lower"])) and np.all(np.isinf(ci["upper"]))
+    assert "not positive definite" in res.se_note
+    # the intervals cover only if the fit lies in the domain, which the noisy X'X cannot tell: the fit is flagged
+    assert res.status == "biased" and "does not tell how much of the noise law" in res.bias
+    assert np.all(np.isfinite(res.bse.to_numpy())) and np.all(res.bse.to_numpy() > 0)
+    ci = res.conf_int(0.05)
+    np.testing.assert_allclose(res.conf_int(0.01).to_numpy(), ci.to_numpy())
+    np.testing.assert_allclose(res.conf_int(0.9).to_numpy(), ci.to_numpy())
+    assert np.all((ci["lower"] <= res.params) & (res.params <= ci["upper"]))
+
+
+def test_domain_draws_span_each_coefficients_range_over_the_domain() -> None:
+    """Brute force: points of Theta (its vertices +-B e_k and random points inside) map into the percentile
+    intervals of inference.domain_draws, at every level, and the vertices reach both ends."""
+    rng = np.random.default_rng(5)
+    B, p = 1.7, 4
+    jacobian, offset = rng.normal(size=(p, p)), rng.normal(size=p)
+    draws = inference.domain_draws(np.random.default_rng(6), B, (jacobian, offset))
+    vertices = np.concatenate([B * np.eye(p), -B * np.eye(p)])
+    inside = rng.normal(size=(2000, p))
+    inside *= B * rng.uniform(size=(2000, 1)) / np.abs(inside).sum(axis=1, keepdims=True)
+    user_vertices = vertices @ jacobian.T + offset
+    user_inside = inside @ jacobian.T + offset
+    for alpha in (0.002, 0.05, 0.5, 0.9):
+        lo, hi = np.quantile(draws, [alpha / 2, 1 - alpha / 2], axis=0)
+        np.testing.assert_allclose(lo, user_vertices.min(axis=0))
+        np.testing.assert_allclose(hi, user_vertices.max(axis=0))
+        assert np.all((user_inside >= lo - 1e-12) & (user_inside <= hi + 1e-12))
 
 
 # --------------------------------------------------------------------------

@@ -26,15 +26,31 @@ so with an intercept ``||phi||_1 <= B`` says exactly: over the whole declared bo
 of the regressors, the fitted regression function stays within ``B`` half-widths
 of the midpoint of the response's declared range. ``B = 1``: it stays inside the
 declared range of y; ``B = 2``: it may leave it by one half-width at the corners.
-Defaults: ``B = 1`` for least squares (the paper's section 4.3 choice; B enters
-the sensitivity) and ``B = 2`` for quantile regression (B does not enter the
-sensitivity there, so a generous domain costs little). The estimate always
-lies in Theta; if the non-private fit lies outside, KNG concentrates on the
-boundary, so declare bounds (or B) that contain the model. A release with
-``||phi||_1 >= BOUNDARY * B`` is flagged biased (:func:`boundary_bias`:
-post-processing of the released phi, so it costs no budget): with several
-regressors the declared box's corners lie far from the data, and a fit that
-is fine on the data can leave the declared range of y there.
+No B contains the non-private fit for every data set inside the bounds (OLS
+is unbounded on nearly collinear rows), so the default B is chosen from public
+facts alone, n, the draw's eps and d (:func:`default_radius`), never from the
+rows: ``B = 1 + 0.4 max(0, ln(n eps / (500 (d + 1))))`` for least squares (the
+paper's section 4.3 ``B = 1`` while n eps is small: B enters the sensitivity
+``4 (1 + B)``, and there the noise, not the domain, is the error); quantile
+regression keeps ``B = 2`` (B does not enter its sensitivity, but its chain
+does not find the minimum in a larger domain: :func:`default_radius`). B grows
+without bound with n eps, so any fixed model lies in Theta once n eps is large
+and least-squares KNG tends to OLS as eps grows, while the noise, of
+order ``(1 + B)(d + 1) / (n eps)``, keeps KNG's 1/n rate up to a logarithm.
+Measured (benchmarks/bench_real_data.py's regressions, whose scaled OLS fits
+have ``||phi||_1`` from 0.95 (PSID1976) to 2.90 (CPS1988)): at the draw's
+eps = 3.5, 14 and 70 and B from 1 to 10, the error grows with ``1 + B`` once B
+holds the fit, and the best B was 1 at ``n eps / (d + 1)`` up to about 300,
+1 to 1.5 up to 3,000 and 1.5 to 2 beyond (CPS1985: 2 at 6,000); the rule gives
+1, 1.0-1.7 and 1.7-2.9 there, and 10 for CPS1988 at eps = 1e9. A user's B
+(public, validated before the data are read) replaces the rule. The estimate
+always lies in Theta; if the non-private fit lies outside, KNG concentrates
+on the boundary. A release with ``||phi||_1 >= BOUNDARY * B``, or whose
+untruncated noise law leaves Theta for more than 1% of its draws, is flagged
+biased (:func:`boundary_bias`: post-processing of the released phi, so it
+costs no budget): with several regressors the declared box's corners lie far
+from the data, and a fit that is fine on the data can leave the declared
+range of y there.
 
 Sensitivities for replace-one neighbours on the scaled problem (the rows x_i
 range over the box of the scaled column bounds, ``|v_i| <= 1``; tight for the
@@ -115,6 +131,11 @@ DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
 BOUNDARY = 0.98
 """A release with ``||phi||_1`` at least this fraction of B is flagged as on the domain's boundary."""
 DEFAULT_B = {"ols": 1.0, "quantreg": 2.0}
+"""The smallest radius :func:`default_radius` gives (the paper's B = 1 for least squares, section 4.3)."""
+RADIUS_SCALE = 500.0
+"""``n eps / (d + 1)`` beyond which :func:`default_radius` grows (module docstring: measured)."""
+RADIUS_GROWTH = 0.4
+"""What :func:`default_radius` adds to B per factor e of ``n eps`` beyond ``RADIUS_SCALE (d + 1)``."""
 #: Sweeps per dimension d >= 2 (kng_sampler.run_chains: every walker of the ensemble
 #: moves by hit-and-run and twice by ensemble directions; least squares adds an
 #: independence proposal and runs only as the exact sampler's fallback). Quantile
@@ -169,6 +190,33 @@ def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> Non
         check_B(options["B"])
     if options["steps"] is not None:
         check_steps(options["steps"])
+
+
+def default_radius(estimator: str, n: int, eps: float, d: int) -> float:
+    """The domain's radius B when none is given: ``DEFAULT_B + RADIUS_GROWTH ln+(n eps / (RADIUS_SCALE (d + 1)))``.
+
+    Public facts only: n (public, or a group's public or released size), the
+    draw's eps (the call's eps less the standard errors' share) and the number
+    of columns d, never the rows, so B and the sensitivity ``4 (1 + B)`` it sets
+    are the same for neighbouring data sets. Why a logarithm: least squares' KNG
+    noise on phi is about ``(2 X'X)^-1 z`` with ``||z|| ~ 8 (1 + B)(d + 1) / eps``
+    (Reimherr & Awan 2019, section 4.2 and Theorem 3.2), of order
+    ``(1 + B)(d + 1) / (n eps)``; with B growing as ``ln(n eps)`` the noise keeps
+    KNG's ``1 / n`` rate up to a logarithm, and it vanishes as eps grows, while
+    every fixed model lies in the domain once n eps is large enough (so KNG
+    tends to OLS). ``ln+`` is ``max(0, ln)``: the paper's B = 1 up to
+    ``n eps = RADIUS_SCALE (d + 1)``. Rounded to 3 significant digits. The
+    planner can call this for KNG's predicted error.
+
+    Quantile regression keeps ``DEFAULT_B["quantreg"] = 2``: its chain does not
+    find the minimum in a larger domain (CPS1988's median at eps = 1e9, one
+    seed: largest relative error 1.44 with B = 2, 2.37 with B = 4, 16.2 with
+    B = 8, at the default sweeps).
+    """
+    if estimator != "ols":
+        return DEFAULT_B[estimator]
+    growth = math.log(max(1.0, n * eps / (RADIUS_SCALE * (d + 1))))
+    return float(f"{DEFAULT_B[estimator] + RADIUS_GROWTH * growth:.3g}")
 
 
 def default_steps(d: int, estimator: str) -> int:
@@ -280,16 +328,25 @@ def quantile_sensitivity(tau: float, norm: str, column_bounds: np.ndarray) -> fl
 
 def boundary_bias(phi: np.ndarray, B: float, outside: float = 0.0) -> str | None:
     """The bias of a released ``phi`` on (or within 2% of) the boundary of ``||phi||_1 <= B``, or whose noise
-    law the domain truncates (more than ``inference.BOUNDARY_NOTE`` of its untruncated draws leave it), else
-    None (post-processing: phi is released, B public, the draws post-processing)."""
+    law the domain truncates (more than ``inference.BOUNDARY_NOTE`` of its untruncated draws leave it) or may
+    truncate (``outside`` NaN: the law is unknown), else None (post-processing: phi is released, B public, the
+    draws post-processing)."""
     size = float(np.abs(phi).sum())
     if size < BOUNDARY * B and outside <= inference.BOUNDARY_NOTE:
         return None
+    share = (
+        "the noisy X'X does not tell how much of the noise law lies outside it"
+        if math.isnan(outside)
+        else f"{outside:.0%} of the untruncated noise law lies outside it"
+    )
     return (
-        f"the pull towards the boundary of KNG's domain (||phi||_1 = {size:.3g}, B = {B:g} on the scaled "
-        f"problem; {outside:.0%} of the untruncated noise law lies outside): the non-private fit may lie outside "
-        "the domain, and the estimate is then pulled towards it; declare bounds that contain the model over the "
-        "whole box of the regressors, or pass a larger B"
+        f"the pull towards the boundary of KNG's domain (||phi||_1 = {size:.3g} against B = {B:g} on the "
+        f"scaled problem; {share}). The domain holds the fits whose fitted values stay within B half-widths of "
+        "the middle of the response's declared range over the whole box of the regressors; KNG's estimate always "
+        "lies in it, so if the non-private fit lies outside, or the noise is a sizeable part of the domain, the "
+        "estimate is pulled towards the boundary and the interval need not cover the non-private fit. Remedies: "
+        "a larger eps (the default B grows with n eps), a larger B (least squares' sensitivity is 4 (1 + B)), or "
+        "bounds that contain the model"
     )
 
 
@@ -344,7 +401,6 @@ def fit(
     norm = check_norm(norm)
     estimator = "ols" if q is None else "quantreg"
     tau = None if q is None else check_quantile(q)
-    B = DEFAULT_B[estimator] if B is None else check_B(B)
     scale = UnitBoxScale.from_design(design)
     d, n = design.n_columns, design.n
     steps = default_steps(d, estimator) if steps is None else check_steps(steps)
@@ -353,6 +409,7 @@ def fit(
     bounds = scale.column_bounds(design)
     share = privacy.share(inference.DEFAULT_SHARE[estimator])
     eps = privacy.eps * (1.0 - share)
+    B = default_radius(estimator, n, eps, d) if B is None else check_B(B)
     rows = functools.partial(_scaled_total, design, scale)
     gram = None
     if tau is None:
