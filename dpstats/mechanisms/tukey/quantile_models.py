@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..quantiles import check_quantile
-from .models import MODEL_LIMIT, batch_ols, normal_equations, solve
+from .models import MODEL_LIMIT, BatchFit, batch_ols, normal_equations, solve
 
 IRLS_STEPS = 100
 """Reweighting steps per batch. With the polish (:func:`_polished`), tests/test_tukey_quantreg.py measured the
@@ -38,7 +38,7 @@ RESIDUAL_FLOOR = 1e-9
 then large but finite)."""
 
 
-def quantile_batch_fit(q: float):
+def quantile_batch_fit(q: float) -> BatchFit:
     """The batch fit of the q-th quantile regression, for :func:`~.models.partition_models`."""
     q = check_quantile(q)
 
