@@ -104,6 +104,7 @@ def test_categorical_designs_are_predicted_from_their_cells() -> None:
         "tukey",
         "histogram (median)",
         "noisystats (repaired)",
+        "tukey (median)",
     }
     for cell in cells[:: max(1, len(cells) // 24)]:
         candidate = _candidate(cell["candidate"])
@@ -203,6 +204,18 @@ def test_auto_avoids_predicted_failures_and_unproven_mechanisms(n: int, eps: flo
     quantile = choose(_facts("y ~ x", 1000, 1.0, {"x": (0, 1), "y": (0, 1)}, estimator="quantreg"))
     assert quantile.method == "histogram"
     assert choose(_facts("y ~ 1", 1000, 1.0, {"y": (0, 1)}, estimator="quantreg")).method == "kng"
+
+
+@pytest.mark.parametrize("eps", [1.0, 5.0])
+def test_auto_median_regression_takes_tukey_at_large_n_given_delta(eps: float) -> None:
+    """Pure DP leaves the histogram (biased by its bins) for median regression with several columns; delta > 0
+    opens the Tukey mechanism on batch quantile regressions, predicted within two standard errors at n = 20,000."""
+    unit = {"x": (0, 1), "z": (0, 1), "y": (0, 1)}
+    pure = choose(_facts("y ~ x + z", 20_000, eps, unit, estimator="quantreg"))
+    approximate = choose(_facts("y ~ x + z", 20_000, eps, unit, delta=1e-6, estimator="quantreg"))
+    assert pure.method == "histogram"
+    assert approximate.method == "tukey"
+    assert next(p for p in approximate.predictions if p.label == "tukey (median)").typical_rel <= 2.0
 
 
 def test_auto_runs_the_chosen_mechanism_and_says_why(engel) -> None:
