@@ -27,7 +27,7 @@ has no fallback.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,15 +35,17 @@ import pandas as pd
 
 from ...privacy.accounting import PrivacySpent
 from ..base import Release
+from .cell_means import CellMeans, Encode, place, unit_steps
 from .inference import (
     SE_NOTE,
     CellProblem,
     Intervals,
+    PointMove,
     least_squares_intervals,
     quantile_intervals,
     sparse_layout_note,
 )
-from .layout import Threshold
+from .layout import HistogramLayout, Threshold
 from .release import HistogramRelease
 from .weighted_fits import (
     WeightedFit,
@@ -56,9 +58,6 @@ from .weighted_fits import (
 RESPONSE_MODES = ("auto", "integrated", "centre")
 FALLBACK = "nonnegative"
 """The thresholding a fit falls back to when a cut-off leaves it failed (module docstring)."""
-
-Encode = Callable[[pd.DataFrame], tuple[np.ndarray, np.ndarray]]
-"""A public map from rows of the formula's variables to the response and design matrix."""
 
 
 @dataclass(frozen=True)
@@ -149,11 +148,15 @@ def cell_intervals(
     q: float | None,
     widths: np.ndarray | None,
     correction: np.ndarray | None = None,
+    moves: tuple[PointMove, ...] = (),
 ) -> Intervals:
     """The standard errors and intervals of a fit on the cells of ``names`` (inference.py).
 
     The weights' moments are taken per cell of the release, at its released
-    weight, and summed over the cells the fit pools, like the weights. A
+    weight, and summed over the cells the fit pools, like the weights; a
+    least-squares fit's weights are corrected for the noise mass
+    (:func:`noise_mass`), its moments with them. ``moves`` are the noisy
+    points' moves (dpstats/mechanisms/histogram/cell_means.py). A
     least-squares fit on a sparse layout says in its note that its intervals
     are too narrow (:func:`~dpstats.mechanisms.histogram.inference.sparse_layout_note`).
     """
@@ -165,20 +168,42 @@ def cell_intervals(
     if clip:
         weights = np.maximum(weights, 0.0)
     model = hist.count_model(policy, clip)
+    moments = model.moments(weights)
+    mass = noise_mass(hist, estimator, policy)
+    moments = dataclasses.replace(moments, mean=moments.mean - mass, mean_m=moments.mean_m - mass)
     problem = CellProblem(
         X=X,
         y=y,
-        weights=hist.sum_over(names, weights),
-        mapped=hist.sum_over(names, weights + model.shift(weights)),
-        moments=model.moments(weights).summed(lambda values: hist.sum_over(names, values)),
+        weights=hist.sum_over(names, weights - mass),
+        mapped=hist.sum_over(names, weights + model.shift(weights) - mass),
+        moments=moments.summed(lambda values: hist.sum_over(names, values)),
         n=hist.n,
         correction=correction,
+        moves=moves,
     )
     if estimator == "ols":
         intervals = least_squares_intervals(problem, fit.params, hist.postprocessing())
         note = intervals.note + sparse_layout_note(hist.n, hist.layout.n_cells, hist.cutoff(policy))
         return dataclasses.replace(intervals, note=note)
     return quantile_intervals(problem, fit.params, q, widths, hist.postprocessing())
+
+
+def noise_mass(hist: HistogramRelease, estimator: str, policy: Threshold) -> float:
+    """The expected fit weight of a release cell with no rows, which a least-squares fit subtracts from every cell.
+
+    A cell with no rows keeps ``M(0) = P(L >= c) (c + s)`` of its noise
+    (dpstats/mechanisms/histogram/cell_moments.py), placed wherever the cell
+    is: summed over a factor level's many empty cells it pulls the level's
+    fit towards the middle of the box (statsmodels' fair data, issue 28).
+    Least squares takes weights of any sign, so it fits on ``W_r - M(0)``,
+    whose mean is 0 at every empty cell (and ``mu - M(0) + delta(mu)`` at a
+    cell of mean count mu: the thresholding's own bias, which the interval's
+    bias correction handles). Quantile regression needs weights >= 0 and its
+    bounded score gives far cells little pull: 0 there.
+    """
+    if estimator != "ols":
+        return 0.0
+    return float(hist.count_model(policy).shift(np.zeros(1))[0])
 
 
 def fit_on_cells(
@@ -227,19 +252,37 @@ def _fit_with(
     corrected: Sequence[str],
 ) -> CellFit:
     """:func:`fit_on_cells` with the thresholding ``policy``, and Sheppard's correction of the ``corrected`` columns."""
-    cells, weights = hist.marginal(names, policy, clip=estimator == "quantreg")
-    y, X = encode(cells)
+    cells, kept = hist.marginal(names, policy, clip=estimator == "quantreg")
+    weights = kept - noise_mass(hist, estimator, policy) * hist.pooled(names)
+    means = hist.cell_means(names)
+    points = cells if means is None else place(cells, hist.layout, names, means)
+    y, X = encode(points)
     per_cell = None
     if corrected:
         per_cell = sum(_sheppard_rows(encode, cells, c, hist.widths(names, c)) for c in corrected)
     correction = None if per_cell is None else np.einsum("r,rij->ij", weights, per_cell)
     widths = hist.widths(names, y_name)
     fit, mode = fit_cells(estimator, X, y, weights, q, response, widths, correction)
-    hyper = hist.hyperparameters(policy, names, weights, q, mode)
+    hyper = hist.hyperparameters(policy, names, kept, q, mode)
     if estimator == "ols":
         hyper["sheppard"] = list(corrected)
-    intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, widths, per_cell)
+    if means is not None:
+        hyper["cell_means"] = list(means.axes)
+    moves = () if means is None else point_moves(encode, points, hist.layout, names, means)
+    intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, widths, per_cell, moves)
     return CellFit(fit, term_names, tuple(names), hyper, intervals)
+
+
+def point_moves(
+    encode: Encode, points: pd.DataFrame, layout: HistogramLayout, names: Sequence[str], means: CellMeans
+) -> tuple[PointMove, ...]:
+    """The derivative of each cell's response and design row along every axis with a mean, its bin and the bins'
+    variances."""
+    moves = []
+    for j, name in enumerate(means.axes):
+        dy, dX = unit_steps(encode, points, layout, names, name)
+        moves.append(PointMove(dy, dX, means.bins[:, j], means.variances[j]))
+    return tuple(moves)
 
 
 BINNING_BIAS = (

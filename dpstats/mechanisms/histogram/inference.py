@@ -143,6 +143,27 @@ FLAT_HESSIAN = "no cell with weight straddles the fitted quantile, so the fit's 
 
 
 @dataclass(frozen=True)
+class PointMove:
+    """How the cells' noisy points move along one axis with released means (cell_means.py).
+
+    ``dy`` and ``dX``: the derivative of each cell's response and design row per unit offset; ``bins``: each
+    cell's bin along the axis; ``variance``: the variance of each bin's mean offset (noise and sampling), a
+    move its cells share.
+    """
+
+    dy: np.ndarray
+    dX: np.ndarray
+    bins: np.ndarray
+    variance: np.ndarray
+
+    def covariance(self, rows: np.ndarray) -> np.ndarray:
+        """The covariance of ``sum_r rows_r du_(bin r)`` over the bins' independent moves ``du``."""
+        per_bin = np.zeros((self.variance.size, rows.shape[1]))
+        np.add.at(per_bin, self.bins, rows)
+        return per_bin.T @ (self.variance[:, None] * per_bin)
+
+
+@dataclass(frozen=True)
 class CellProblem:
     """A fit's public points and what the intervals need of its weights (cells of the formula's variables).
 
@@ -151,6 +172,7 @@ class CellProblem:
     summed over the release's cells that a cell of the fit pools.
     ``correction`` (least squares, or None) is Sheppard's correction per unit
     weight, one p x p matrix per cell. ``n`` is the public number of rows.
+    ``moves``: the points' moves along the axes with noisy means (**Noisy points**).
     """
 
     X: np.ndarray
@@ -160,6 +182,7 @@ class CellProblem:
     moments: CellMoments
     n: int
     correction: np.ndarray | None = None
+    moves: tuple[PointMove, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,6 +223,14 @@ def _statistic_rows(problem: CellProblem) -> tuple[np.ndarray, tuple[np.ndarray,
     if problem.correction is not None:
         outer = outer - problem.correction[:, rows, cols]
     return np.column_stack([outer, X * problem.y[:, None]]), (rows, cols)
+
+
+def _statistic_steps(problem: CellProblem, move: PointMove, upper: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The derivative of ``z_r`` per unit offset of the cell's point (the product rule on ``x x'`` and ``x y``)."""
+    X, dX = problem.X, move.dX
+    rows, cols = upper
+    outer = dX[:, rows] * X[:, cols] + X[:, rows] * dX[:, cols]
+    return np.column_stack([outer, dX * problem.y[:, None] + X * move.dy[:, None]])
 
 
 def _solve(S: np.ndarray, p: int, upper: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -245,6 +276,9 @@ def least_squares_intervals(problem: CellProblem, params: np.ndarray, rng: np.ra
     cov[:dim, dim:] = Z.T @ (m.cov_m[:, None] * Z)
     cov[dim:, :dim] = cov[:dim, dim:].T
     cov[dim:, dim:] = Z.T @ (m.var_m[:, None] * Z)
+    for move in problem.moves:
+        step = _statistic_steps(problem, move, upper)
+        cov += move.covariance(np.hstack([problem.weights[:, None] * step, problem.mapped[:, None] * step]))
     draws = _normal_draws(rng, mean, cov)
     refits = _solve(np.concatenate([draws[:, :dim], draws[:, dim:]]), p, upper)
     corrected = 2.0 * refits[:REPLICATES] - refits[REPLICATES:]
@@ -318,6 +352,11 @@ def quantile_intervals(
     mean_corrected = 2.0 * m.mean - m.mean_m
     var_corrected = 4.0 * m.var - 4.0 * m.cov_m + m.var_m
     mean = params - inverse @ (score.T @ (mean_corrected - w))
-    cov = inverse @ (score.T @ (var_corrected[:, None] * score)) @ inverse.T
+    spread = score.T @ (var_corrected[:, None] * score)
+    gap = np.clip((fitted - lower) / width, 0.0, 1.0) - q
+    for move in problem.moves:
+        step = w[:, None] * (move.dX * gap[:, None] + X * (density * (move.dX @ params - move.dy))[:, None])
+        spread += move.covariance(step)
+    cov = inverse @ spread @ inverse.T
     replicates = params + (_normal_draws(rng, mean, cov) - centre)
     return Intervals(replicate_covariance(replicates), replicates, SE_NOTE)

@@ -48,23 +48,31 @@ released histogram, post-processing that spends nothing
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ...design.matrix import Design
+from ...privacy.accounting import check_share
 from ..base import PrivacyRequest, Release
 from ..quantiles import check_quantile
 from .cell_fits import CellFit, Encode, as_release, check_response, fit_on_cells
+from .cell_means import DEFAULT_SHARE, mean_axes
 from .layout import HistogramLayout, Threshold, build_layout, check_bound_cells, check_threshold
-from .release import HistogramRelease, release_cell_counts, release_histogram
+from .release import HistogramRelease, cell_statistics, release_with_means, split_eps
 from .weighted_fits import identifies
 
 MAX_IDENTIFYING_BINS = 8
 """The most bins per numeric axis :func:`identifying_layout` raises a default layout to."""
 
-DEFAULTS: dict[str, object] = {"bins": None, "threshold": "enhanced", "sheppard": False, "bound_cells": False}
+DEFAULTS: dict[str, object] = {
+    "bins": None,
+    "threshold": "enhanced",
+    "sheppard": False,
+    "bound_cells": False,
+    "moment_share": None,
+}
 
 
 def fit(
@@ -78,6 +86,7 @@ def fit(
     bound_cells: bool | list[str] = False,
     response: str = "auto",
     q: float | None = None,
+    moment_share: float | None = None,
 ) -> Release:
     """Release a perturbed histogram of ``design`` and fit on it (module docstring).
 
@@ -87,15 +96,64 @@ def fit(
     threshold = check_threshold(threshold)
     response = check_response(response)
     estimator, q = ("ols", None) if q is None else ("quantreg", check_quantile(q))
+    share = check_moment_share(moment_share, bool(sheppard))
     if design.variables is not None:
         hist, cell_fit = _fit_variables(
-            design, privacy.eps, rng, bins, threshold, estimator, q, response, sheppard, bound_cells
+            design, privacy.eps, rng, bins, threshold, estimator, q, response, sheppard, bound_cells, share
         )
     else:
         if sheppard:
             raise ValueError("sheppard needs the formula's variables (use dp_ols or noisy_histogram)")
-        hist, cell_fit = _fit_columns(design, privacy.eps, rng, bins, threshold, estimator, q, response, bound_cells)
+        hist, cell_fit = _fit_columns(
+            design, privacy.eps, rng, bins, threshold, estimator, q, response, bound_cells, share
+        )
     return as_release(cell_fit, hist.privacy)
+
+
+def check_moment_share(moment_share: object, sheppard: bool) -> float:
+    """The part of eps for the within-cell means (dpstats/mechanisms/histogram/cell_means.py), in [0, 1).
+
+    None gives ``DEFAULT_SHARE``, or 0 with Sheppard's correction, which corrects fits at the bins' centres
+    (the two do not combine: a positive share with ``sheppard`` is refused). Public arguments only.
+    """
+    share = check_share(moment_share, "moment_share")
+    if share is None:
+        return 0.0 if sheppard else DEFAULT_SHARE
+    if share > 0 and sheppard:
+        raise ValueError("sheppard corrects fits at the bins' centres; use it with moment_share=0")
+    return share
+
+
+def _release(
+    design: Design,
+    frame_of: Callable[[Design], pd.DataFrame],
+    layout_with: Callable[[float], HistogramLayout],
+    eps: float,
+    share: float,
+    threshold: Threshold,
+    rng: np.random.Generator,
+    skip: Sequence[str],
+) -> HistogramRelease:
+    """The layout for the counts' part of eps, and the release of its counts and within-bin sums.
+
+    The axes with means are :func:`~dpstats.mechanisms.histogram.cell_means.mean_axes` but ``skip``; a layout
+    without any (levels and whole numbers only) spends all of eps on the counts. Public facts only.
+    """
+    eps_counts, eps_means = split_eps(eps, share)
+    layout = layout_with(eps_counts)
+    axes = mean_axes(layout, skip) if eps_means > 0 else ()
+    if not axes:
+        eps_counts, eps_means = eps, 0.0
+        layout = layout_with(eps)
+    statistic = functools.partial(_statistics, layout, axes, frame_of)
+    return release_with_means(design.total(statistic), design.n, layout, eps_counts, eps_means, axes, threshold, rng)
+
+
+def _statistics(
+    layout: HistogramLayout, axes: tuple[str, ...], frame_of: Callable[[Design], pd.DataFrame], design: Design
+) -> np.ndarray:
+    """The counts and within-bin sums of the design's rows (a statistic for ``design.total``)."""
+    return cell_statistics(layout, axes, frame_of(design))
 
 
 def _fit_variables(
@@ -109,6 +167,7 @@ def _fit_variables(
     response: str,
     sheppard: bool | list[str],
     bound_cells: bool | list[str],
+    share: float,
 ) -> tuple[HistogramRelease, CellFit]:
     """The histogram over the formula's variables, and the design fitted on its cells."""
     variables = design.variables
@@ -116,16 +175,18 @@ def _fit_variables(
     names = list(frame.columns)
     ends = check_bound_cells(bound_cells, [c for c in names if c not in variables.levels])
 
-    def layout_with(k: int | dict[str, int] | None) -> HistogramLayout:
-        return build_layout(
-            names, variables.bounds, variables.levels, k, design.n, eps, estimator, ends, threshold, variables.integers
-        )
+    def layout_with(eps_counts: float) -> HistogramLayout:
+        def with_bins(k: int | dict[str, int] | None) -> HistogramLayout:
+            return build_layout(
+                names, variables.bounds, variables.levels, k, design.n, eps_counts, estimator, ends, threshold,
+                variables.integers,
+            )  # fmt: skip
 
-    layout = layout_with(bins)
-    if bins is None:
-        layout = identifying_layout(layout, variables.encode, layout_with)
-    counts = design.total(functools.partial(cell_counts, layout))
-    hist = release_cell_counts(counts, design.n, layout, eps, threshold, rng)
+        layout = with_bins(bins)
+        return identifying_layout(layout, variables.encode, with_bins) if bins is None else layout
+
+    skip = variables.response if estimator == "quantreg" else ()
+    hist = _release(design, lambda d: d.variables.frame, layout_with, eps, share, threshold, rng, skip)
     cell_fit = fit_on_cells(
         hist,
         estimator,
@@ -166,11 +227,6 @@ def _identifies(layout: HistogramLayout, encode: Encode) -> bool:
     return identifies(X[np.all(np.isfinite(X), axis=1)])  # a transform undefined at a bound's cell (log 0): left out
 
 
-def cell_counts(layout: HistogramLayout, design: Design) -> np.ndarray:
-    """The count of the design's variables in each cell of ``layout`` (a statistic for ``design.total``)."""
-    return layout.counts(design.variables.frame)
-
-
 def _fit_columns(
     design: Design,
     eps: float,
@@ -181,6 +237,7 @@ def _fit_columns(
     q: float | None,
     response: str,
     bound_cells: bool | list[str],
+    share: float,
 ) -> tuple[HistogramRelease, CellFit]:
     """The histogram over the response and the non-intercept design columns (designs without variables)."""
     if design.x_bounds is None or design.y_bounds is None:
@@ -189,10 +246,16 @@ def _fit_columns(
     names = [design.y_name, *(design.term_names[j] for j in slopes)]
     bounds = {design.y_name: design.y_bounds}
     bounds.update({design.term_names[j]: tuple(design.x_bounds[j]) for j in slopes})
-    frame = pd.DataFrame({design.y_name: design.y, **{design.term_names[j]: design.X[:, j] for j in slopes}})
     ends = check_bound_cells(bound_cells, names)
-    layout = build_layout(names, bounds, {}, bins, design.n, eps, estimator, ends, threshold)
-    hist = release_histogram(frame, layout, eps, threshold, rng)
+
+    def frame_of(d: Design) -> pd.DataFrame:
+        return pd.DataFrame({d.y_name: d.y, **{d.term_names[j]: d.X[:, j] for j in slopes}})
+
+    def layout_with(eps_counts: float) -> HistogramLayout:
+        return build_layout(names, bounds, {}, bins, design.n, eps_counts, estimator, ends, threshold)
+
+    skip = [design.y_name] if estimator == "quantreg" else []
+    hist = _release(design, frame_of, layout_with, eps, share, threshold, rng, skip)
 
     def encode(cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         X = np.ones((len(cells), design.n_columns))

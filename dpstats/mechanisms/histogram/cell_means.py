@@ -1,0 +1,174 @@
+"""Noisy within-bin means of the numeric variables: the fit's points without the binning bias (issue 28).
+
+Lei (2011), Algorithm 1, fits at the cell centres ``a_r``; its Theorem 3
+bounds the resulting bias by the bins' width, so a fit on a histogram keeps
+it at any eps. Where declared bounds are wide next to the data the rows of a
+bin are far from its centre (statsmodels' engel data: QuantReg on the rows
+with income at its bin's centre has slope 0.395, at its bin's mean 0.537,
+on the raw rows 0.560; inference.py, **Binning**), and a response binned at
+centres moves every zero of fair's affairs to the middle of the first bin.
+
+This module releases, besides the counts, the sum over the rows of each bin
+of their centred offsets inside it, along each numeric axis of positive
+width (not levels, not whole-number axes, whose rows sit at their centres;
+not the response of a quantile regression, whose integrated check loss
+already spreads it over its bin), and places every cell at its bins' noisy
+means. The means are per bin of one axis (the marginal, summed over the
+other axes), not per cell: a bin pools far more rows than a cell, so its
+mean is far less noisy (on engel at eps = 1 the means of the cells of the
+joint histogram, with the same budget, moved the median's slope further
+from QuantReg than the centres). As the noise vanishes and the bins refine,
+the points converge to the rows; the bias left is the spread of the other
+variables inside a bin, which vanishes with the bins' width (Lei 2011,
+Theorem 3), faster than the centres' bias where the rows crowd one end of a
+bin.
+
+**The release.** For a numeric axis with bins ``[l_k, l_k + h)``, a row in
+bin k has the centred offset ``c = (x - l_k) / h - 1/2`` in [-1/2, 1/2] (0 in
+a bound's cell, a point); the statistic is, per axis, the vector of the sums
+of ``c`` over the rows of each of its cells. Under replace-one neighbours
+(docs/DESIGN.md section 2) one changed row takes its offset out of one bin's
+sum and adds its new offset to another's (or the same one's): the L1 change
+is at most ``1/2 + 1/2 = 1`` per axis, ``m`` over m axes, the supremum (a row
+at the top of one bin replaced by one at the bottom of another). Laplace
+noise of scale ``m / eps_means`` makes the vector eps_means-DP (Dwork et al.
+2006), and with the counts' eps the call spends ``eps_counts + eps_means <=
+eps`` by basic composition (release.py's split).
+
+**The points** (post-processing). A bin's mean offset is ``1/2 + D / C``,
+with D its noisy sum and C its count on the released histogram (the raw noisy
+counts summed over the other axes, clipped at 0). Its noise variance is
+about ``2 b^2 / C^2`` (b the means' Laplace scale), so the mean is shrunk
+towards the centre with the weight ``lambda = C^2 / (C^2 + 24 b^2)`` of a
+prior of variance 1/12 (a uniform offset's) around 1/2:
+``u = 1/2 + lambda clip(D / C, -1/2, 1/2)``. Sparse noisy bins stay near
+their centres (Algorithm 1), full ones move to their rows' mean. A least
+squares response's bins get their means too (its loss depends on the
+response inside a cell through its mean only).
+
+**Intervals.** The points are noisy and their rows a sample: the bootstrap
+(dpstats/mechanisms/histogram/inference.py) adds, per bin, a normal move of
+its mean offset of variance ``lambda^2 (2 b^2 / C^2 + 1 / (12 C))`` (the
+noise, and the sampling variance of a mean of C offsets of variance at most
+1/12), shared by the bin's cells and carried to the fit by the derivative of
+each cell's design row (:func:`unit_steps`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ...privacy.noise import laplace_mechanism
+from .layout import Axis, HistogramLayout
+
+Encode = Callable[[pd.DataFrame], tuple[np.ndarray, np.ndarray]]
+"""A public map from rows of the formula's variables to the response and design matrix."""
+
+MEANS_RELEASE = "histogram within-cell means"
+DEFAULT_SHARE = 0.25
+"""The part of eps spent on the within-cell sums when the caller does not choose (``moment_share``)."""
+PRIOR_VARIANCE = 1.0 / 12.0
+"""The variance of a uniform offset on [0, 1]: the prior of a cell's mean offset around 1/2."""
+
+
+def mean_axes(layout: HistogramLayout, skip: Collection[str] = ()) -> tuple[str, ...]:
+    """The numeric axes of positive width (neither levels nor whole numbers) not in ``skip``: those with means."""
+    return tuple(a.name for a in layout.axes if not a.categorical and not a.integer and a.name not in skip)
+
+
+def means_sensitivity(m: int) -> float:
+    """L1 sensitivity of the m axes' vectors of offset sums under replace-one neighbours: ``m`` (module docstring)."""
+    return float(m)
+
+
+def centred_offsets(axis: Axis, column: pd.Series) -> np.ndarray:
+    """Every row's centred offset inside its bin along ``axis``, in [-1/2, 1/2] (0 in a bound's cell; row-wise)."""
+    lo, _ = axis.bounds
+    inner = axis.codes(column) - (1 if axis.ends else 0)
+    offset = (column.to_numpy(dtype=float) - lo) / axis.width - inner - 0.5
+    at_bound = (inner < 0) | (inner >= axis.bins)
+    return np.where(at_bound, 0.0, np.clip(offset, -0.5, 0.5))
+
+
+def offset_sums(layout: HistogramLayout, axes: Sequence[str], frame: pd.DataFrame) -> np.ndarray:
+    """The sums of the rows' centred offsets per cell of every axis in ``axes``, concatenated (private)."""
+    sums = [
+        np.bincount(axis.codes(frame[name]), centred_offsets(axis, frame[name]), axis.size)
+        for name in axes
+        for axis in (layout.axis(name),)
+    ]
+    return np.concatenate(sums) if sums else np.zeros(0)
+
+
+def release_offsets(rng: np.random.Generator, sums: np.ndarray, m: int, eps: float) -> np.ndarray:
+    """The offset sums plus independent Laplace(``m / eps``) noise, every bin included (module docstring)."""
+    return np.asarray(laplace_mechanism(rng, sums, means_sensitivity(m), eps, MEANS_RELEASE), dtype=float)
+
+
+@dataclass(frozen=True)
+class BinMeans:
+    """The shrunk mean offsets of one axis' cells (in [0, 1]) and their variances (module docstring)."""
+
+    name: str
+    offsets: np.ndarray
+    variances: np.ndarray
+
+
+def shrunk_means(name: str, sums: np.ndarray, counts: np.ndarray, scale: float) -> BinMeans:
+    """One axis' shrunk mean offsets from its noisy centred sums and counts, with their variances."""
+    count = np.maximum(counts, 0.0)
+    noise = 2.0 * scale**2
+    safe = np.where(count > 0, count, 1.0)
+    weight = count**2 / (count**2 + noise / PRIOR_VARIANCE)
+    offsets = 0.5 + weight * np.clip(sums / safe, -0.5, 0.5)
+    variances = np.where(count > 0, weight**2 * (noise / safe**2 + PRIOR_VARIANCE / safe), 0.0)
+    return BinMeans(name, offsets, variances)
+
+
+@dataclass(frozen=True)
+class CellMeans:
+    """A fit's cells' mean offsets along the axes with means, their bins, and the bins' variances.
+
+    ``offsets`` and ``bins`` are cells x axes (the fit's cells, C order over its columns): each cell's
+    offset and its bin along each axis; ``variances[j]`` the variance of every bin of axis ``axes[j]``.
+    """
+
+    axes: tuple[str, ...]
+    offsets: np.ndarray
+    bins: np.ndarray
+    variances: tuple[np.ndarray, ...]
+
+
+def place(cells: pd.DataFrame, layout: HistogramLayout, names: Sequence[str], means: CellMeans) -> pd.DataFrame:
+    """The cells' points: each axis with a mean at ``bin start + h u`` (a bound's cell stays at its bound)."""
+    out = cells.copy()
+    for j, name in enumerate(means.axes):
+        widths = layout.cell_widths(names, name)
+        out[name] = cells[name].to_numpy(dtype=float) + widths * (means.offsets[:, j] - 0.5)
+    return out
+
+
+def unit_steps(
+    encode: Encode, points: pd.DataFrame, layout: HistogramLayout, names: Sequence[str], name: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(dy, dX)``: the derivative of each cell's response and design row per unit offset along ``name``.
+
+    Central differences over a thousandth of a bin, taken inside the cell's bin (a transform such as a log
+    may be undefined beyond the box); 0 for a bound's cell, a point.
+    """
+    widths = layout.cell_widths(names, name)
+    step = 1e-3 * widths
+    start = layout.cell_frame(names)[name].to_numpy(dtype=float) - 0.5 * widths
+    at = np.clip(points[name].to_numpy(dtype=float), start + step, start + widths - step)
+    up, down = points.copy(), points.copy()
+    up[name] = at + step
+    down[name] = at - step
+    (y_up, X_up), (y_down, X_down) = encode(up), encode(down)
+    safe = np.where(step > 0, 2.0 * step, 1.0)[:, None]
+    dX = np.where(step[:, None] > 0, (X_up - X_down) / safe * widths[:, None], 0.0)
+    dy = np.where(step > 0, (y_up - y_down) / safe[:, 0] * widths, 0.0)
+    return dy, dX
