@@ -35,7 +35,7 @@ import pandas as pd
 
 from ...privacy.accounting import PrivacySpent
 from ..base import Release
-from .cell_means import CellMeans, Encode, place, unit_steps
+from .cell_means import CellMeans, Encode, place, response_widths, unit_steps
 from .inference import (
     SE_NOTE,
     CellProblem,
@@ -153,10 +153,9 @@ def cell_intervals(
     """The standard errors and intervals of a fit on the cells of ``names`` (inference.py).
 
     The weights' moments are taken per cell of the release, at its released
-    weight, and summed over the cells the fit pools, like the weights; a
-    least-squares fit's weights are corrected for the noise mass
-    (:func:`noise_mass`), its moments with them. ``moves`` are the noisy
-    points' moves (dpstats/mechanisms/histogram/cell_means.py). A
+    weight, and summed over the cells the fit pools, like the weights.
+    ``moves`` are the noisy points' moves
+    (dpstats/mechanisms/histogram/cell_means.py). A
     least-squares fit on a sparse layout says in its note that its intervals
     are too narrow (:func:`~dpstats.mechanisms.histogram.inference.sparse_layout_note`).
     """
@@ -168,15 +167,12 @@ def cell_intervals(
     if clip:
         weights = np.maximum(weights, 0.0)
     model = hist.count_model(policy, clip)
-    moments = model.moments(weights)
-    mass = noise_mass(hist, estimator, policy)
-    moments = dataclasses.replace(moments, mean=moments.mean - mass, mean_m=moments.mean_m - mass)
     problem = CellProblem(
         X=X,
         y=y,
-        weights=hist.sum_over(names, weights - mass),
-        mapped=hist.sum_over(names, weights + model.shift(weights) - mass),
-        moments=moments.summed(lambda values: hist.sum_over(names, values)),
+        weights=hist.sum_over(names, weights),
+        mapped=hist.sum_over(names, weights + model.shift(weights)),
+        moments=model.moments(weights).summed(lambda values: hist.sum_over(names, values)),
         n=hist.n,
         correction=correction,
         moves=moves,
@@ -186,24 +182,6 @@ def cell_intervals(
         note = intervals.note + sparse_layout_note(hist.n, hist.layout.n_cells, hist.cutoff(policy))
         return dataclasses.replace(intervals, note=note)
     return quantile_intervals(problem, fit.params, q, widths, hist.postprocessing())
-
-
-def noise_mass(hist: HistogramRelease, estimator: str, policy: Threshold) -> float:
-    """The expected fit weight of a release cell with no rows, which a least-squares fit subtracts from every cell.
-
-    A cell with no rows keeps ``M(0) = P(L >= c) (c + s)`` of its noise
-    (dpstats/mechanisms/histogram/cell_moments.py), placed wherever the cell
-    is: summed over a factor level's many empty cells it pulls the level's
-    fit towards the middle of the box (statsmodels' fair data, issue 28).
-    Least squares takes weights of any sign, so it fits on ``W_r - M(0)``,
-    whose mean is 0 at every empty cell (and ``mu - M(0) + delta(mu)`` at a
-    cell of mean count mu: the thresholding's own bias, which the interval's
-    bias correction handles). Quantile regression needs weights >= 0 and its
-    bounded score gives far cells little pull: 0 there.
-    """
-    if estimator != "ols":
-        return 0.0
-    return float(hist.count_model(policy).shift(np.zeros(1))[0])
 
 
 def fit_on_cells(
@@ -252,8 +230,7 @@ def _fit_with(
     corrected: Sequence[str],
 ) -> CellFit:
     """:func:`fit_on_cells` with the thresholding ``policy``, and Sheppard's correction of the ``corrected`` columns."""
-    cells, kept = hist.marginal(names, policy, clip=estimator == "quantreg")
-    weights = kept - noise_mass(hist, estimator, policy) * hist.pooled(names)
+    cells, weights = hist.marginal(names, policy, clip=estimator == "quantreg")
     means = hist.cell_means(names)
     points = cells if means is None else place(cells, hist.layout, names, means)
     y, X = encode(points)
@@ -262,12 +239,14 @@ def _fit_with(
         per_cell = sum(_sheppard_rows(encode, cells, c, hist.widths(names, c)) for c in corrected)
     correction = None if per_cell is None else np.einsum("r,rij->ij", weights, per_cell)
     widths = hist.widths(names, y_name)
+    if widths is not None and means is not None and y_name in means.names:
+        widths = response_widths(widths, means.axes[means.names.index(y_name)].offsets)
     fit, mode = fit_cells(estimator, X, y, weights, q, response, widths, correction)
-    hyper = hist.hyperparameters(policy, names, kept, q, mode)
+    hyper = hist.hyperparameters(policy, names, weights, q, mode)
     if estimator == "ols":
         hyper["sheppard"] = list(corrected)
     if means is not None:
-        hyper["cell_means"] = list(means.axes)
+        hyper["cell_means"] = list(means.names)
     moves = () if means is None else point_moves(encode, points, hist.layout, names, means)
     intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, widths, per_cell, moves)
     return CellFit(fit, term_names, tuple(names), hyper, intervals)
@@ -279,9 +258,9 @@ def point_moves(
     """The derivative of each cell's response and design row along every axis with a mean, its bin and the bins'
     variances."""
     moves = []
-    for j, name in enumerate(means.axes):
-        dy, dX = unit_steps(encode, points, layout, names, name)
-        moves.append(PointMove(dy, dX, means.bins[:, j], means.variances[j]))
+    for axis in means.axes:
+        dy, dX = unit_steps(encode, points, layout, names, axis.name)
+        moves.append(PointMove(dy, dX, axis.cell_variances, axis.bins, axis.bin_share, axis.bin_variances))
     return tuple(moves)
 
 

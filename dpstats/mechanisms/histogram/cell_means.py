@@ -56,7 +56,7 @@ each cell's design row (:func:`unit_steps`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,9 +75,9 @@ PRIOR_VARIANCE = 1.0 / 12.0
 """The variance of a uniform offset on [0, 1]: the prior of a cell's mean offset around 1/2."""
 
 
-def mean_axes(layout: HistogramLayout, skip: Collection[str] = ()) -> tuple[str, ...]:
-    """The numeric axes of positive width (neither levels nor whole numbers) not in ``skip``: those with means."""
-    return tuple(a.name for a in layout.axes if not a.categorical and not a.integer and a.name not in skip)
+def mean_axes(layout: HistogramLayout) -> tuple[str, ...]:
+    """The numeric axes of positive width (neither levels nor whole numbers): those with means."""
+    return tuple(a.name for a in layout.axes if not a.categorical and not a.integer)
 
 
 def means_sensitivity(m: int) -> float:
@@ -95,61 +95,90 @@ def centred_offsets(axis: Axis, column: pd.Series) -> np.ndarray:
 
 
 def offset_sums(layout: HistogramLayout, axes: Sequence[str], frame: pd.DataFrame) -> np.ndarray:
-    """The sums of the rows' centred offsets per cell of every axis in ``axes``, concatenated (private)."""
-    sums = [
-        np.bincount(axis.codes(frame[name]), centred_offsets(axis, frame[name]), axis.size)
-        for name in axes
-        for axis in (layout.axis(name),)
-    ]
-    return np.concatenate(sums) if sums else np.zeros(0)
+    """The sums of the rows' centred offsets per cell (C order) and axis in ``axes``, cells x axes (private)."""
+    flat = np.ravel_multi_index([a.codes(frame[a.name]) for a in layout.axes], layout.shape)
+    sums = [np.bincount(flat, centred_offsets(layout.axis(name), frame[name]), layout.n_cells) for name in axes]
+    return np.column_stack(sums) if sums else np.zeros((layout.n_cells, 0))
 
 
-def release_offsets(rng: np.random.Generator, sums: np.ndarray, m: int, eps: float) -> np.ndarray:
-    """The offset sums plus independent Laplace(``m / eps``) noise, every bin included (module docstring)."""
-    return np.asarray(laplace_mechanism(rng, sums, means_sensitivity(m), eps, MEANS_RELEASE), dtype=float)
+def release_offsets(rng: np.random.Generator, sums: np.ndarray, eps: float) -> np.ndarray:
+    """The offset sums plus independent Laplace(``m / eps``) noise, every cell included (module docstring)."""
+    return np.asarray(laplace_mechanism(rng, sums, means_sensitivity(sums.shape[1]), eps, MEANS_RELEASE), dtype=float)
 
 
 @dataclass(frozen=True)
-class BinMeans:
-    """The shrunk mean offsets of one axis' cells (in [0, 1]) and their variances (module docstring)."""
+class Shrunk:
+    """Mean offsets in [0, 1] shrunk towards a prior mean, their shrinkage weights and variances."""
 
-    name: str
     offsets: np.ndarray
+    weight: np.ndarray
     variances: np.ndarray
 
 
-def shrunk_means(name: str, sums: np.ndarray, counts: np.ndarray, scale: float) -> BinMeans:
-    """One axis' shrunk mean offsets from its noisy centred sums and counts, with their variances."""
+def shrunk(sums: np.ndarray, counts: np.ndarray, pooled: int, scale: float, prior: np.ndarray | float) -> Shrunk:
+    """Offsets ``prior + lambda (1/2 + clip(D / C) - prior)`` from noisy centred sums D of ``pooled`` release
+    cells and counts C, ``lambda = C^2 / (C^2 + 24 pooled b^2)``, and their variances (module docstring)."""
     count = np.maximum(counts, 0.0)
-    noise = 2.0 * scale**2
+    noise = 2.0 * pooled * scale**2
     safe = np.where(count > 0, count, 1.0)
     weight = count**2 / (count**2 + noise / PRIOR_VARIANCE)
-    offsets = 0.5 + weight * np.clip(sums / safe, -0.5, 0.5)
+    raw = 0.5 + np.clip(sums / safe, -0.5, 0.5)
     variances = np.where(count > 0, weight**2 * (noise / safe**2 + PRIOR_VARIANCE / safe), 0.0)
-    return BinMeans(name, offsets, variances)
+    return Shrunk(prior + weight * (raw - prior), weight, variances)
+
+
+@dataclass(frozen=True)
+class AxisMeans:
+    """One axis' points for a fit's cells: each cell's offset, its bin along the axis, and the two parts of its
+    noise (module docstring): the cell's own (``cell_variances``, independent across cells) and its bin's
+    (``bin_variances`` per bin, shared by its cells with the weight ``1 - lambda`` of the cell, ``bin_share``)."""
+
+    name: str
+    offsets: np.ndarray
+    bins: np.ndarray
+    cell_variances: np.ndarray
+    bin_share: np.ndarray
+    bin_variances: np.ndarray
 
 
 @dataclass(frozen=True)
 class CellMeans:
-    """A fit's cells' mean offsets along the axes with means, their bins, and the bins' variances.
+    """A fit's cells' points along the axes with means."""
 
-    ``offsets`` and ``bins`` are cells x axes (the fit's cells, C order over its columns): each cell's
-    offset and its bin along each axis; ``variances[j]`` the variance of every bin of axis ``axes[j]``.
+    axes: tuple[AxisMeans, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The axes with means."""
+        return tuple(a.name for a in self.axes)
+
+
+def axis_means(
+    name: str, cell: tuple[np.ndarray, np.ndarray, int], bin_: tuple[np.ndarray, np.ndarray, int], along: np.ndarray,
+    scale: float,
+) -> AxisMeans:  # fmt: skip
+    """Each cell's offset along ``name`` shrunk towards its bin's, itself shrunk towards the centre.
+
+    ``cell`` and ``bin_``: the noisy centred sums, counts and release cells pooled, per fit cell and per bin;
+    ``along``: each fit cell's bin.
     """
-
-    axes: tuple[str, ...]
-    offsets: np.ndarray
-    bins: np.ndarray
-    variances: tuple[np.ndarray, ...]
+    bins = shrunk(*bin_, scale, 0.5)
+    cells = shrunk(*cell, scale, bins.offsets[along])
+    return AxisMeans(name, cells.offsets, along, cells.variances, 1.0 - cells.weight, bins.variances)
 
 
 def place(cells: pd.DataFrame, layout: HistogramLayout, names: Sequence[str], means: CellMeans) -> pd.DataFrame:
     """The cells' points: each axis with a mean at ``bin start + h u`` (a bound's cell stays at its bound)."""
     out = cells.copy()
-    for j, name in enumerate(means.axes):
-        widths = layout.cell_widths(names, name)
-        out[name] = cells[name].to_numpy(dtype=float) + widths * (means.offsets[:, j] - 0.5)
+    for axis in means.axes:
+        widths = layout.cell_widths(names, axis.name)
+        out[axis.name] = cells[axis.name].to_numpy(dtype=float) + widths * (axis.offsets - 0.5)
     return out
+
+
+def response_widths(widths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The width of the widest interval inside each response bin with the cell's mean offset (module docstring)."""
+    return 2.0 * np.minimum(offsets, 1.0 - offsets) * widths
 
 
 def unit_steps(

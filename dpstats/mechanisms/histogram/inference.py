@@ -146,21 +146,24 @@ FLAT_HESSIAN = "no cell with weight straddles the fitted quantile, so the fit's 
 class PointMove:
     """How the cells' noisy points move along one axis with released means (cell_means.py).
 
-    ``dy`` and ``dX``: the derivative of each cell's response and design row per unit offset; ``bins``: each
-    cell's bin along the axis; ``variance``: the variance of each bin's mean offset (noise and sampling), a
-    move its cells share.
+    ``dy`` and ``dX``: the derivative of each cell's response and design row per unit offset. A cell's offset
+    moves by its own move (variance ``cell_variances``, independent across cells) plus ``bin_share`` times
+    its bin's (``bins``: each cell's bin; ``bin_variances``: one per bin, shared by the bin's cells).
     """
 
     dy: np.ndarray
     dX: np.ndarray
+    cell_variances: np.ndarray
     bins: np.ndarray
-    variance: np.ndarray
+    bin_share: np.ndarray
+    bin_variances: np.ndarray
 
     def covariance(self, rows: np.ndarray) -> np.ndarray:
-        """The covariance of ``sum_r rows_r du_(bin r)`` over the bins' independent moves ``du``."""
-        per_bin = np.zeros((self.variance.size, rows.shape[1]))
-        np.add.at(per_bin, self.bins, rows)
-        return per_bin.T @ (self.variance[:, None] * per_bin)
+        """The covariance of ``sum_r rows_r du_r`` over the cells' moves ``du_r``."""
+        per_bin = np.zeros((self.bin_variances.size, rows.shape[1]))
+        np.add.at(per_bin, self.bins, self.bin_share[:, None] * rows)
+        own = rows.T @ (self.cell_variances[:, None] * rows)
+        return own + per_bin.T @ (self.bin_variances[:, None] * per_bin)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ released histogram, post-processing that spends nothing
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -59,7 +59,13 @@ from ..base import PrivacyRequest, Release
 from ..quantiles import check_quantile
 from .cell_fits import CellFit, Encode, as_release, check_response, fit_on_cells
 from .cell_means import DEFAULT_SHARE, mean_axes
-from .layout import HistogramLayout, Threshold, build_layout, check_bound_cells, check_threshold
+from .layout import (
+    HistogramLayout,
+    Threshold,
+    build_layout,
+    check_bound_cells,
+    check_threshold,
+)
 from .release import HistogramRelease, cell_statistics, release_with_means, split_eps
 from .weighted_fits import identifies
 
@@ -127,24 +133,25 @@ def check_moment_share(moment_share: object, sheppard: bool) -> float:
 def _release(
     design: Design,
     frame_of: Callable[[Design], pd.DataFrame],
-    layout_with: Callable[[float], HistogramLayout],
+    layout_with: Callable[[float, bool], HistogramLayout],
     eps: float,
     share: float,
     threshold: Threshold,
     rng: np.random.Generator,
-    skip: Sequence[str],
 ) -> HistogramRelease:
     """The layout for the counts' part of eps, and the release of its counts and within-bin sums.
 
-    The axes with means are :func:`~dpstats.mechanisms.histogram.cell_means.mean_axes` but ``skip``; a layout
-    without any (levels and whole numbers only) spends all of eps on the counts. Public facts only.
+    The axes with means are :func:`~dpstats.mechanisms.histogram.cell_means.mean_axes`, in the default layout
+    for fits at means (dpstats/mechanisms/histogram/layout.py); a layout without any (levels and whole
+    numbers only), or a share of 0, spends all of eps on the counts in the layout for fits at centres.
+    Public facts only.
     """
     eps_counts, eps_means = split_eps(eps, share)
-    layout = layout_with(eps_counts)
-    axes = mean_axes(layout, skip) if eps_means > 0 else ()
+    layout = layout_with(eps_counts, True)
+    axes = mean_axes(layout) if eps_means > 0 else ()
     if not axes:
         eps_counts, eps_means = eps, 0.0
-        layout = layout_with(eps)
+        layout = layout_with(eps, False)
     statistic = functools.partial(_statistics, layout, axes, frame_of)
     return release_with_means(design.total(statistic), design.n, layout, eps_counts, eps_means, axes, threshold, rng)
 
@@ -175,18 +182,17 @@ def _fit_variables(
     names = list(frame.columns)
     ends = check_bound_cells(bound_cells, [c for c in names if c not in variables.levels])
 
-    def layout_with(eps_counts: float) -> HistogramLayout:
+    def layout_with(eps_counts: float, means: bool) -> HistogramLayout:
         def with_bins(k: int | dict[str, int] | None) -> HistogramLayout:
             return build_layout(
                 names, variables.bounds, variables.levels, k, design.n, eps_counts, estimator, ends, threshold,
-                variables.integers,
+                variables.integers, means,
             )  # fmt: skip
 
         layout = with_bins(bins)
         return identifying_layout(layout, variables.encode, with_bins) if bins is None else layout
 
-    skip = variables.response if estimator == "quantreg" else ()
-    hist = _release(design, lambda d: d.variables.frame, layout_with, eps, share, threshold, rng, skip)
+    hist = _release(design, lambda d: d.variables.frame, layout_with, eps, share, threshold, rng)
     cell_fit = fit_on_cells(
         hist,
         estimator,
@@ -251,11 +257,10 @@ def _fit_columns(
     def frame_of(d: Design) -> pd.DataFrame:
         return pd.DataFrame({d.y_name: d.y, **{d.term_names[j]: d.X[:, j] for j in slopes}})
 
-    def layout_with(eps_counts: float) -> HistogramLayout:
-        return build_layout(names, bounds, {}, bins, design.n, eps_counts, estimator, ends, threshold)
+    def layout_with(eps_counts: float, means: bool) -> HistogramLayout:
+        return build_layout(names, bounds, {}, bins, design.n, eps_counts, estimator, ends, threshold, (), means)
 
-    skip = [design.y_name] if estimator == "quantreg" else []
-    hist = _release(design, frame_of, layout_with, eps, share, threshold, rng, skip)
+    hist = _release(design, frame_of, layout_with, eps, share, threshold, rng)
 
     def encode(cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         X = np.ones((len(cells), design.n_columns))

@@ -5,7 +5,7 @@ cells included, gets independent Laplace noise of scale ``2 / eps``: under
 replace-one neighbours (docs/DESIGN.md section 2) one changed row moves one
 count down by 1 and another up by 1, an L1 sensitivity of 2 (Lei 2011,
 Lemma 2; the paper's density ``alpha exp(-alpha |z| / 2) / 4``). A release
-for a fit may also hold noisy within-bin sums of the rows' offsets inside
+for a fit may also hold noisy within-cell sums of the rows' offsets inside
 their bins, with a share of eps (dpstats/mechanisms/histogram/cell_means.py);
 the split adds up to eps. Everything a :class:`HistogramRelease` does
 afterwards is post-processing.
@@ -23,7 +23,7 @@ import pandas as pd
 
 from ...privacy.accounting import PrivacySpent
 from ...privacy.noise import laplace_mechanism, make_rng, postprocessing_rng
-from .cell_means import MEANS_RELEASE, CellMeans, means_sensitivity, offset_sums, release_offsets, shrunk_means
+from .cell_means import MEANS_RELEASE, CellMeans, axis_means, means_sensitivity, offset_sums, release_offsets
 from .cell_moments import CountModel, count_model
 from .layout import HistogramLayout, Threshold, check_threshold, cutoff, thresholded
 
@@ -56,7 +56,7 @@ class HistogramRelease:
     release's generator); every fit starts from a copy of it, so a fit's
     intervals are a function of the release and the seed alone.
     ``means_axes``, ``_offsets`` and ``means_eps``: the axes with noisy
-    within-bin offset sums (one per cell of each axis, concatenated) and the
+    within-cell offset sums (cells x axes) and the
     eps they spent (none by default: the fits are then at the cell centres,
     Algorithm 1).
     """
@@ -147,25 +147,23 @@ class HistogramRelease:
         return make_rng(None) if self._postprocessing is None else copy.deepcopy(self._postprocessing)
 
     def cell_means(self, names: Sequence[str]) -> CellMeans | None:
-        """The shrunk noisy mean offsets of the cells of ``names`` along their axes with means (cell_means.py).
+        """The noisy points of the cells of ``names`` along their axes with means (cell_means.py).
 
         None when the release holds no means for any of ``names``.
         """
-        used = [name for name in self.means_axes if name in names]
+        used = [j for j, name in enumerate(self.means_axes) if name in names]
         if self._offsets is None or not used:
             return None
         scale = means_sensitivity(len(self.means_axes)) / self.means_eps
         grid = np.indices([self.layout.axis(c).size for c in names]).reshape(len(names), -1)
-        offsets, bins, variances = [], [], []
-        for name in used:
-            start = sum(self.layout.axis(a).size for a in self.means_axes[: self.means_axes.index(name)])
-            sums = self._offsets[start : start + self.layout.axis(name).size]
-            means = shrunk_means(name, sums, self.sum_over([name], self._counts), scale)
+        axes = []
+        for j in used:
+            name = self.means_axes[j]
+            cell = (self.sum_over(names, self._offsets[:, j]), self.sum_over(names, self._counts), self.pooled(names))
+            bin_ = (self.sum_over([name], self._offsets[:, j]), self.sum_over([name], self._counts))
             along = grid[list(names).index(name)]
-            offsets.append(means.offsets[along])
-            bins.append(along)
-            variances.append(means.variances)
-        return CellMeans(tuple(used), np.column_stack(offsets), np.column_stack(bins), tuple(variances))
+            axes.append(axis_means(name, cell, (*bin_, self.pooled([name])), along, scale))
+        return CellMeans(tuple(axes))
 
     def pooled(self, names: Sequence[str]) -> int:
         """How many cells of the release each cell of the columns ``names`` pools (public)."""
@@ -262,11 +260,11 @@ def release_with_means(
     ``statistics`` is :func:`cell_statistics`: the counts, then the sums of every axis in ``axes``; no axes (or
     ``means_eps`` 0) release the counts only.
     """
-    counts, sums = statistics[: layout.n_cells], statistics[layout.n_cells :]
+    counts, sums = statistics[:, 0], statistics[:, 1:]
     noisy = release_counts(rng, counts, eps)
     if not axes or means_eps <= 0:
         return HistogramRelease(layout, n, eps, threshold, histogram_privacy(eps), noisy, postprocessing_rng(rng))
-    offsets = release_offsets(rng, sums, len(axes), means_eps)
+    offsets = release_offsets(rng, sums, means_eps)
     privacy = histogram_privacy(eps, means_eps)
     return HistogramRelease(
         layout, n, eps, threshold, privacy, noisy, postprocessing_rng(rng), axes, offsets, means_eps
@@ -274,5 +272,5 @@ def release_with_means(
 
 
 def cell_statistics(layout: HistogramLayout, axes: Sequence[str], frame: pd.DataFrame) -> np.ndarray:
-    """The count of every cell, then the sums of the rows' centred offsets per cell of every axis in ``axes``."""
-    return np.concatenate([layout.counts(frame), offset_sums(layout, axes, frame)])
+    """Per cell (rows, C order): its count, then the sums of its rows' centred offsets along every axis in ``axes``."""
+    return np.column_stack([layout.counts(frame), offset_sums(layout, axes, frame)])
