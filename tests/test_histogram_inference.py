@@ -265,14 +265,16 @@ def test_intervals_through_the_api_are_infinite_or_nan_never_dropped() -> None:
 
 
 def test_standard_errors_spend_nothing() -> None:
-    """Post-processing of the histogram: the whole eps goes to the counts, whatever se_share says."""
+    """Post-processing of the histogram: eps goes to the counts and the within-cell means (moment_share's
+    default quarter), whatever se_share says."""
     design = DESIGNS["categorical"]
     data = design.draw(np.random.default_rng(2), 2000)
     kwargs = dict(eps=2.0, bounds=design.bounds, levels=design.levels, method="histogram", random_state=5)
     default = dpstats.dp_ols(design.formula, data, **kwargs)
     for share in (0.0, 0.4):
         other = dpstats.dp_ols(design.formula, data, se_share=share, **kwargs)
-        assert other.privacy == default.privacy and other.privacy.split == (("histogram counts", 2.0),)
+        split = (("histogram counts", 1.5), ("histogram within-cell means", 0.5))
+        assert other.privacy == default.privacy and other.privacy.split == split
         np.testing.assert_array_equal(other.conf_int(), default.conf_int())
     assert np.all(np.isfinite(default.bse)) and default.privacy.eps == 2.0
 

@@ -1,4 +1,4 @@
-"""Noisy within-bin means of the numeric variables: the fit's points without the binning bias (issue 28).
+"""Noisy within-cell means of the numeric variables: the fit's points without the binning bias (issue 28).
 
 Lei (2011), Algorithm 1, fits at the cell centres ``a_r``; its Theorem 3
 bounds the resulting bias by the bins' width, so a fit on a histogram keeps
@@ -6,52 +6,66 @@ it at any eps. Where declared bounds are wide next to the data the rows of a
 bin are far from its centre (statsmodels' engel data: QuantReg on the rows
 with income at its bin's centre has slope 0.395, at its bin's mean 0.537,
 on the raw rows 0.560; inference.py, **Binning**), and a response binned at
-centres moves every zero of fair's affairs to the middle of the first bin.
+its centres moves every zero of fair's affairs to the middle of the first bin.
 
-This module releases, besides the counts, the sum over the rows of each bin
-of their centred offsets inside it, along each numeric axis of positive
-width (not levels, not whole-number axes, whose rows sit at their centres;
-not the response of a quantile regression, whose integrated check loss
-already spreads it over its bin), and places every cell at its bins' noisy
-means. The means are per bin of one axis (the marginal, summed over the
-other axes), not per cell: a bin pools far more rows than a cell, so its
-mean is far less noisy (on engel at eps = 1 the means of the cells of the
-joint histogram, with the same budget, moved the median's slope further
-from QuantReg than the centres). As the noise vanishes and the bins refine,
-the points converge to the rows; the bias left is the spread of the other
-variables inside a bin, which vanishes with the bins' width (Lei 2011,
-Theorem 3), faster than the centres' bias where the rows crowd one end of a
-bin.
+This module releases, besides the counts and with a share of eps, the sum of
+the rows' centred offsets inside their bins, per cell and per numeric axis
+of positive width (not levels, not whole-number axes, whose rows sit at
+their centres), the response's included; every cell is then placed at its
+rows' noisy mean. As the noise vanishes a cell holding one row is placed at
+that row, so with bins that refine as eps grows (the layout for fits at
+means, dpstats/mechanisms/histogram/layout.py) the fit converges to the
+fit on the rows: the bias left is the spread of the rows inside a cell (for
+least squares the within-cell covariance of the design's terms; for
+quantiles the response's shape inside its bin), which vanishes with the
+bins' width.
 
 **The release.** For a numeric axis with bins ``[l_k, l_k + h)``, a row in
 bin k has the centred offset ``c = (x - l_k) / h - 1/2`` in [-1/2, 1/2] (0 in
-a bound's cell, a point); the statistic is, per axis, the vector of the sums
-of ``c`` over the rows of each of its cells. Under replace-one neighbours
-(docs/DESIGN.md section 2) one changed row takes its offset out of one bin's
-sum and adds its new offset to another's (or the same one's): the L1 change
-is at most ``1/2 + 1/2 = 1`` per axis, ``m`` over m axes, the supremum (a row
-at the top of one bin replaced by one at the bottom of another). Laplace
-noise of scale ``m / eps_means`` makes the vector eps_means-DP (Dwork et al.
-2006), and with the counts' eps the call spends ``eps_counts + eps_means <=
-eps`` by basic composition (release.py's split).
+a bound's cell, a point); the statistic is the cells x m matrix of the sums
+of ``c`` over each cell's rows, one column per axis. Under replace-one
+neighbours (docs/DESIGN.md section 2) one changed row takes its offsets out
+of one cell's sums and adds its new offsets to another cell's (or the same
+one's): the L1 change is at most ``1/2 + 1/2 = 1`` per axis, ``m`` over the
+m axes, attained (a row at the top corner of the last bins, which are
+closed, replaced by one at the bottom corner of another cell;
+tests/test_histogram_privacy.py checks it by brute force and replay).
+Laplace noise of scale ``m / eps_means`` on every cell, empty or not, makes
+the matrix eps_means-DP (Dwork et al. 2006), and with the counts' eps the
+call spends ``eps_counts + eps_means <= eps`` by basic composition
+(release.py's split). Centring the offsets halves the sensitivity of sums
+of offsets in [0, 1] (2 per axis).
 
-**The points** (post-processing). A bin's mean offset is ``1/2 + D / C``,
-with D its noisy sum and C its count on the released histogram (the raw noisy
-counts summed over the other axes, clipped at 0). Its noise variance is
-about ``2 b^2 / C^2`` (b the means' Laplace scale), so the mean is shrunk
-towards the centre with the weight ``lambda = C^2 / (C^2 + 24 b^2)`` of a
-prior of variance 1/12 (a uniform offset's) around 1/2:
-``u = 1/2 + lambda clip(D / C, -1/2, 1/2)``. Sparse noisy bins stay near
-their centres (Algorithm 1), full ones move to their rows' mean. A least
-squares response's bins get their means too (its loss depends on the
-response inside a cell through its mean only).
+**The points** (post-processing). A fit's cell (the release's cells pooled
+over the columns it does not use, P of them) has the mean offset
+``1/2 + D / C``, with D its noisy sum and C its noisy count (the raw counts,
+clipped at 0); its noise variance is about ``2 P b^2 / C^2`` (b the means'
+Laplace scale). A bin of one axis, pooling the cells along the others, has
+the same with far more rows. The bin's mean is shrunk towards the centre
+and each cell's towards its bin's, with the weight
+``lambda = C^2 / (C^2 + 24 P b^2)`` of a prior of variance 1/12 (a uniform
+offset's): ``u = prior + lambda (clip(1/2 + D / C, 0, 1) - prior)``. Sparse
+noisy cells take their bin's mean, sparse bins stay near their centres
+(Algorithm 1), full cells move to their rows' mean. On engel at eps = 1 the
+cells' means unshrunk, or shrunk straight to the centres, left the median's
+slope as far from QuantReg as the centres did (0.22-0.37 against 0.56 on
+seed 0), and the bins' means alone did not converge (fair at eps = 1e9:
+intercept 1.0 against OLS's 1.96). Along the response of a quantile
+regression the cell's mass is spread uniformly over the widest interval
+inside its bin with that mean (half-width ``min(u, 1 - u) h``,
+:func:`response_widths`), which the integrated check loss
+(dpstats/mechanisms/histogram/weighted_fits.py) takes as the cell's
+response: a bin whose rows all sit at its lower end becomes a point there.
 
 **Intervals.** The points are noisy and their rows a sample: the bootstrap
-(dpstats/mechanisms/histogram/inference.py) adds, per bin, a normal move of
-its mean offset of variance ``lambda^2 (2 b^2 / C^2 + 1 / (12 C))`` (the
-noise, and the sampling variance of a mean of C offsets of variance at most
-1/12), shared by the bin's cells and carried to the fit by the derivative of
-each cell's design row (:func:`unit_steps`).
+(dpstats/mechanisms/histogram/inference.py, **Noisy points**) moves each
+cell's offset by its own normal move, of variance
+``lambda^2 (2 P b^2 / C^2 + 1 / (12 C))`` (the noise, and the sampling
+variance of a mean of C offsets of variance at most 1/12), plus ``1 - lambda``
+times its bin's move (the same law at the bin, shared by its cells), carried
+to the fit by the derivative of each cell's design row (:func:`unit_steps`).
+The correlation between a cell's noise and its bin's (the bin's sum holds the
+cell's) is left out; the shrinkage's own bias is not covered.
 """
 
 from __future__ import annotations
