@@ -60,12 +60,14 @@ response: a bin whose rows all sit at its lower end becomes a point there.
 **Intervals.** The points are noisy and their rows a sample: the bootstrap
 (dpstats/mechanisms/histogram/inference.py, **Noisy points**) moves each
 cell's offset by its own normal move, of variance
-``lambda^2 (2 P b^2 / C^2 + 1 / (12 C))`` (the noise, and the sampling
-variance of a mean of C offsets of variance at most 1/12), plus ``1 - lambda``
-times its bin's move (the same law at the bin, shared by its cells), carried
-to the fit by the derivative of each cell's design row (:func:`unit_steps`).
-The correlation between a cell's noise and its bin's (the bin's sum holds the
-cell's) is left out; the shrinkage's own bias is not covered.
+``lambda^2 (2 P b^2 / C^2 + 1 / (12 C)) + (1 - lambda)^2 / 12`` (the noise,
+the sampling variance of a mean of C offsets of variance at most 1/12, and
+the shrinkage's error under its prior: the estimator's mean squared error
+around a mean drawn from the prior), plus ``1 - lambda`` times its bin's move
+(the same law at the bin, shared by its cells), carried to the fit by the
+derivative of each cell's design row (:func:`unit_steps`). The correlation
+between a cell's noise and its bin's (the bin's sum holds the cell's) is
+left out.
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ Encode = Callable[[pd.DataFrame], tuple[np.ndarray, np.ndarray]]
 MEANS_RELEASE = "histogram within-cell means"
 DEFAULT_SHARE = 0.25
 """The part of eps spent on the within-cell sums when the caller does not choose (``moment_share``)."""
+GRID = 2.0**30
+"""Offsets are rounded to multiples of ``1 / GRID``: their sums over up to 2^22 rows are then exact in floating
+point, so sums over a Dask DataFrame's partitions equal the pandas sums in any order (dpstats/design/moments.py)."""
 PRIOR_VARIANCE = 1.0 / 12.0
 """The variance of a uniform offset on [0, 1]: the prior of a cell's mean offset around 1/2."""
 
@@ -100,12 +105,13 @@ def means_sensitivity(m: int) -> float:
 
 
 def centred_offsets(axis: Axis, column: pd.Series) -> np.ndarray:
-    """Every row's centred offset inside its bin along ``axis``, in [-1/2, 1/2] (0 in a bound's cell; row-wise)."""
+    """Every row's centred offset inside its bin along ``axis``, in [-1/2, 1/2] (0 in a bound's cell), on the grid of
+    ``1 / GRID`` (a row-wise map)."""
     lo, _ = axis.bounds
     inner = axis.codes(column) - (1 if axis.ends else 0)
     offset = (column.to_numpy(dtype=float) - lo) / axis.width - inner - 0.5
     at_bound = (inner < 0) | (inner >= axis.bins)
-    return np.where(at_bound, 0.0, np.clip(offset, -0.5, 0.5))
+    return np.where(at_bound, 0.0, np.round(np.clip(offset, -0.5, 0.5) * GRID) / GRID)
 
 
 def offset_sums(layout: HistogramLayout, axes: Sequence[str], frame: pd.DataFrame) -> np.ndarray:
@@ -137,7 +143,8 @@ def shrunk(sums: np.ndarray, counts: np.ndarray, pooled: int, scale: float, prio
     safe = np.where(count > 0, count, 1.0)
     weight = count**2 / (count**2 + noise / PRIOR_VARIANCE)
     raw = 0.5 + np.clip(sums / safe, -0.5, 0.5)
-    variances = np.where(count > 0, weight**2 * (noise / safe**2 + PRIOR_VARIANCE / safe), 0.0)
+    sampled = np.where(count > 0, noise / safe**2 + PRIOR_VARIANCE / safe, 0.0)
+    variances = weight**2 * sampled + (1.0 - weight) ** 2 * PRIOR_VARIANCE
     return Shrunk(prior + weight * (raw - prior), weight, variances)
 
 
