@@ -265,8 +265,10 @@ def point_moves(
 
 
 BINNING_BIAS = (
-    "the binning bias of the declared bins and, in sparse layouts, the pull of the noise towards the middle of "
-    "the box (a fit on binned data keeps them at any eps; Lei 2011, Theorem 3)"
+    "the binning bias (at the cells' noisy means, the spread of the rows inside a cell, which vanishes as the "
+    "bins refine with eps; at the bins' centres, with moment_share=0, the distance of the rows from the centres, "
+    "kept at any eps; Lei 2011, Theorem 3) and, in sparse layouts, the pull of the noise in empty cells towards "
+    "the middle of the box"
 )
 """The bias every fit on a perturbed histogram keeps and its interval does not cover (inference.py: **Binning**
 and **Sparse layouts**; the bootstrap corrects the thresholding's bias only as far as its world shows it)."""

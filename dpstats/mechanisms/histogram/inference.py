@@ -55,16 +55,31 @@ theta_c)``: basic intervals are then ``[theta_c - q_hi, theta_c - q_lo]`` of
 the departures ``theta_c* - theta~``.
 
 **Binning.** The bootstrap world is already binned, so binning bias is not
-covered; the default bins are chosen finer than Lei's rule so that it is small
-next to the interval's width (dpstats/mechanisms/histogram/layout.py). Where
-declared bounds are wide next to the data it is not: on statsmodels' engel
-data (235 rows, median, eps = 1: 8 bins over the declared income range 0-5,000
-hold 54 and 135 rows in the first two) QuantReg on the rows with income at its
-bin's centre has slope 0.395 against 0.560 on the raw rows (0.537 with income
-at its bin's mean; the histogram without noise 0.385:
+covered; at the cells' centres (``moment_share=0``, Algorithm 1) the default
+bins are chosen finer than Lei's rule so that it is small next to the
+interval's width (dpstats/mechanisms/histogram/layout.py). Where declared
+bounds are wide next to the data it is not: on statsmodels' engel data (235
+rows, median, eps = 1: 8 bins over the declared income range 0-5,000 hold 54
+and 135 rows in the first two) QuantReg on the rows with income at its bin's
+centre has slope 0.395 against 0.560 on the raw rows (0.537 with income at
+its bin's mean; the histogram without noise 0.385:
 benchmarks/bench_histogram_inference.py --binning), and the intervals covered
 QuantReg's estimate in 0.47 of 100 seeds (benchmarks/bench_real_coverage.py,
-``auto`` on engel's median).
+``auto`` on engel's median). By default the fits are at the cells' noisy
+means instead (dpstats/mechanisms/histogram/cell_means.py), which removes the
+bias of the centres; what is left is the spread of the rows inside a cell,
+which vanishes as the bins refine with eps.
+
+**Noisy points.** At the cells' noisy means the points move with the noise
+and the sample too. Each cell's mean offset along an axis moves by a normal
+draw of the variance cell_means.py gives (its own, and its bin's shared by
+the bin's cells), carried to the fit linearly: least squares' statistic by
+``W_r dz_r / du``, quantile regression's score by
+``W_r (dx_r g_r + x_r d_r (dx_r'b - dy_r))`` per unit offset (``g_r`` the
+integrated check loss's derivative, ``d_r`` the kernel density at the fit,
+``dx_r``, ``dy_r`` the design row's and response's derivatives); the moves
+are independent of the counts' noise (a separate release) and are added to
+the statistic's or the score's normal law.
 
 **Sparse layouts** (least squares). The bootstrap world takes the released,
 thresholded counts as the truth. Where the layout expects fewer rows per cell
@@ -123,10 +138,10 @@ REPLICATES = 1000
 SE_NOTE = (
     "SEs and intervals: a parametric bootstrap of the released histogram (post-processing, no budget): every "
     "cell's count is redrawn with fresh noise and the same thresholding (exact moments per cell, normal sums "
-    "across cells), bias-corrected for the thresholding. The estimate is the fit on binned data: it keeps a "
-    "binning bias at any eps (it shrinks as the bins refine with n; Lei 2011, Theorem 3), which the SEs do not "
-    "cover. Bins are finer than Lei's rule so that this bias is small next to the intervals in the designs "
-    "of benchmarks/bench_coverage.py; data on a coarse grid of values (discrete regressors) can keep a large one."
+    "across cells), bias-corrected for the thresholding, and the cells' noisy means, where released, are moved "
+    "by their noise and sampling error. The estimate is the fit on binned data: it keeps a binning bias (at the "
+    "cells' means, the spread of the rows inside a cell; at their centres, more), which the SEs do not cover "
+    "and which shrinks as the bins refine (Lei 2011, Theorem 3)."
 )
 NO_BIN_NOTE = (
     "No SEs: quantile-regression intervals need the response's bins, and this formula's response is a "

@@ -1,18 +1,23 @@
 """``method="histogram"``: OLS and quantile regression from a perturbed histogram (Lei 2011).
 
 ``dp_ols(..., method="histogram")`` and ``dp_quantreg(..., method="histogram")``
-are shortcuts for ``noisy_histogram(...)`` over the formula's own variables
-followed by ``.ols(formula)`` or ``.quantreg(formula, q)`` (the family's
-docstring, dpstats/mechanisms/histogram/__init__.py, states the algorithm,
-the noise calibration, the thresholding and the default bins):
+with ``moment_share=0`` are shortcuts for ``noisy_histogram(...)`` over the
+formula's own variables followed by ``.ols(formula)`` or ``.quantreg(formula, q)``
+(the family's docstring, dpstats/mechanisms/histogram/__init__.py, states the
+algorithm, the noise calibration, the thresholding and the default bins); by
+default they also release the cells' means:
 
 1. the histogram's columns are the variables the formula uses (the response
    included), as the formula front end prepared them: numeric ones clipped to
    their declared bounds and cut into K equal bins, categorical ones with one
    cell per declared level (Lei 2011, section 4.1);
-2. every cell count gets Laplace noise of scale ``2 / eps`` (section 2.2,
-   replace-one sensitivity 2) -- the only private step, and all of eps;
-3. the formula is evaluated at the cell centres and levels (by the design's
+2. every cell count gets Laplace noise of scale ``2 / eps_counts`` (section
+   2.2, replace-one sensitivity 2), and every cell's sums of its rows' centred
+   offsets along the m numeric axes Laplace noise of scale ``m / eps_means``
+   (L1 sensitivity m; dpstats/mechanisms/histogram/cell_means.py) -- the only
+   private steps, ``eps_means = moment_share eps`` and the rest on the counts;
+3. the formula is evaluated at the cells' noisy means (at the centres with
+   ``moment_share=0``) and levels (by the design's
    public ``variables.encode`` map, so this module never sees the formula) and fitted by
    weighted least squares or weighted quantile regression with the
    thresholded noisy counts as weights (Algorithm 1, section 4.2).
@@ -26,7 +31,13 @@ audit harness's designs from arrays) has no variables; its response and
 every non-intercept column are then binned as numeric variables over their
 bounds, and the intercept column is 1 at every cell.
 
-Options: ``bins`` (int, dict per variable, or None for the paper's rule),
+Options: ``moment_share`` (None: 0.25, or 0 with ``sheppard``; a number in
+[0, 1)): the part of eps spent on the sums of the rows' offsets inside their
+cells, at whose noisy means the fits are made
+(dpstats/mechanisms/histogram/cell_means.py; 0 fits at the centres,
+Algorithm 1, with all of eps on the counts; the share is validated from its
+value alone and the split, reported in ``res.privacy``, adds up to at most
+eps); ``bins`` (int, dict per variable, or None for the paper's rule),
 ``threshold`` ("enhanced" with A = 1/2, "nonnegative", "none", or a number A),
 ``bound_cells`` (False, True or a list of numeric variables: a cell of its own
 at each declared bound, for a variable with a mass of rows there, such as a
