@@ -72,6 +72,8 @@ left out.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -137,15 +139,31 @@ class Shrunk:
 
 def shrunk(sums: np.ndarray, counts: np.ndarray, pooled: int, scale: float, prior: np.ndarray | float) -> Shrunk:
     """Offsets ``prior + lambda (1/2 + clip(D / C) - prior)`` from noisy centred sums D of ``pooled`` release
-    cells and counts C, ``lambda = C^2 / (C^2 + 24 pooled b^2)``, and their variances (module docstring)."""
+    cells and counts C, ``lambda = C^2 / (C^2 + 24 pooled b^2)``, and their variances: the noise's, the
+    sampling's and the shrinkage's error, whose size is :func:`signal_variance` (module docstring)."""
     count = np.maximum(counts, 0.0)
-    noise = 2.0 * pooled * scale**2
     safe = np.where(count > 0, count, 1.0)
-    weight = count**2 / (count**2 + noise / PRIOR_VARIANCE)
+    noise = 2.0 * pooled * scale**2 / safe**2
+    weight = np.where(count > 0, count**2 / (count**2 + 2.0 * pooled * scale**2 / PRIOR_VARIANCE), 0.0)
     raw = 0.5 + np.clip(sums / safe, -0.5, 0.5)
-    sampled = np.where(count > 0, noise / safe**2 + PRIOR_VARIANCE / safe, 0.0)
-    variances = weight**2 * sampled + (1.0 - weight) ** 2 * PRIOR_VARIANCE
+    sampled = np.where(count > 0, noise + PRIOR_VARIANCE / safe, 0.0)
+    signal = signal_variance(0.5 + sums / safe - prior, noise, count)
+    variances = weight**2 * sampled + (1.0 - weight) ** 2 * signal
     return Shrunk(prior + weight * (raw - prior), weight, variances)
+
+
+def signal_variance(departures: np.ndarray, noise: np.ndarray, counts: np.ndarray) -> float:
+    """An upper bound on the spread of the true mean offsets around their prior: the method of moments (as in
+    Efron & Morris's empirical Bayes), the count-weighted mean of ``departure^2 - noise variance`` over the
+    cells with rows, plus two of its standard errors (few cells or noisy ones give little evidence of a small
+    spread), within [0, PRIOR_VARIANCE] (a mean offset varies at most as one uniform offset does)."""
+    used = counts > 0
+    if not np.any(used):
+        return PRIOR_VARIANCE
+    excess, weights = departures[used] ** 2 - noise[used], counts[used] / counts[used].sum()
+    mean = float(weights @ excess)
+    spread = math.sqrt(float(weights @ (excess - mean) ** 2) * float(weights @ weights))
+    return float(np.clip(mean + 2.0 * spread, 0.0, PRIOR_VARIANCE))
 
 
 @dataclass(frozen=True)
