@@ -182,8 +182,8 @@ def test_default_bins_cap_the_noise_mass_of_the_empty_cells() -> None:
 
 def test_a_default_layout_identifies_the_formula_on_its_cells() -> None:
     """Capped to two bins (24 levels, n = 500, eps = 1), x and x**2 are collinear with the intercept over the
-    cells and every fit fails, whatever the data; the default layout takes a third bin (from the formula and
-    the layout: public). Declared bins are left as they are."""
+    cells' centres and every fit at the centres (moment_share=0) fails, whatever the data; the default layout
+    takes a third bin (from the formula and the layout: public). Declared bins are left as they are."""
     levels = {"g": [f"g{i}" for i in range(24)]}
     bounds = {"y": (0.0, 1.0), "x": (0.0, 1.0)}
     assert build_layout(["y", "x", "g"], bounds, levels, None, 500, 1.0).axis("x").bins == 2
@@ -191,7 +191,7 @@ def test_a_default_layout_identifies_the_formula_on_its_cells() -> None:
     x = rng.uniform(0, 1, 500)
     data = pd.DataFrame({"x": x, "y": np.clip(0.2 + 0.5 * x**2 + rng.normal(0, 0.1, 500), 0, 1)})
     data["g"] = rng.choice(levels["g"], 500)
-    kwargs = dict(eps=1.0, bounds=bounds, levels=levels, method="histogram", random_state=0)
+    kwargs = dict(eps=1.0, bounds=bounds, levels=levels, method="histogram", random_state=0, moment_share=0)
     res = dpstats.dp_ols("y ~ x + I(x**2) + C(g)", data, **kwargs)
     assert res.hyperparameters["bins"]["x"] == 3 and not res.failed
     declared = dpstats.dp_ols("y ~ x + I(x**2) + C(g)", data, bins=2, **kwargs)
@@ -397,19 +397,21 @@ def test_integrated_quantreg_beats_the_centre_lp_at_coarse_bins(frame: pd.DataFr
 
 def test_bound_cells_put_a_mass_at_the_bound_where_it_is() -> None:
     """60% of the responses at the lower bound 0 (hours, spending, earnings with zeros): QuantReg's median
-    line is 0. Binned, the zeros spread over the first bin and the integrated median lies inside it (about
-    0.35 at eps = 1e9, 0.8 at eps = 1, some ten standard errors); with a cell at the bound (a point) the
-    median is the bound itself, at eps = 1 too (seeded). Above the mass (q = 0.8) both approach QuantReg at
-    eps = 1e9 within a fifth of a bin."""
+    line is 0. Binned at the centres (moment_share=0), the zeros spread over the first bin and the integrated
+    median lies inside it (about 0.35 at eps = 1e9, 0.8 at eps = 1, some ten standard errors); with a cell at
+    the bound (a point) the median is the bound itself, at eps = 1 too (seeded). The bins' noisy means
+    (the default) shrink the first bin's response interval onto the zeros: the intercept is QuantReg's at
+    eps = 1e9 and 0.05 (under one standard error) at eps = 1. Above the mass (q = 0.8) both layouts at the
+    centres approach QuantReg at eps = 1e9 within a fifth of a bin."""
     rng = np.random.default_rng(3)
     n = 4000
     x = rng.uniform(0, 10, n)
     y = np.where(rng.uniform(size=n) < 0.6, 0.0, np.clip(1 + x + np.abs(rng.normal(0, 2, n)), 0, 30))
     data, bounds = pd.DataFrame({"x": x, "y": y}), {"x": (0, 10), "y": (0, 30)}
 
-    def fit(q: float, eps: float, bound_cells: object):
+    def fit(q: float, eps: float, bound_cells: object, moment_share: float | None = 0.0):
         kwargs = dict(q=q, eps=eps, bounds=bounds, method="histogram", random_state=1, bound_cells=bound_cells)
-        return dpstats.dp_quantreg("y ~ x", data, **kwargs)
+        return dpstats.dp_quantreg("y ~ x", data, moment_share=moment_share, **kwargs)
 
     assert smf.quantreg("y ~ x", data).fit(q=0.5).params.abs().max() < 1e-4
     for eps in (EXACT, 1.0):
@@ -417,6 +419,8 @@ def test_bound_cells_put_a_mass_at_the_bound_where_it_is() -> None:
         assert res.params.abs().max() < 1e-3
         binned_only = fit(0.5, eps, False)
         assert binned_only.params["Intercept"] > 0.25 and binned_only.params["Intercept"] > 3 * res.bse["Intercept"]
+        at_means = fit(0.5, eps, False, None)
+        assert abs(at_means.params["Intercept"]) < min(0.1, at_means.bse["Intercept"])
     reference = smf.quantreg("y ~ x", data).fit(q=0.8).params
     for bound_cells in (False, True):
         res = fit(0.8, EXACT, bound_cells)
@@ -554,9 +558,10 @@ def test_formulas_may_transform_the_histogram_columns(frame: pd.DataFrame) -> No
 
 
 def test_dp_ols_histogram_is_the_histogram_of_the_formulas_variables(frame: pd.DataFrame) -> None:
+    """At the cells' centres (moment_share=0: noisy_histogram releases no means)."""
     kwargs = {"bounds": BOUNDS, "levels": LEVELS, "random_state": 12}
     direct = noisy_histogram(frame, ["y", "x", "z", "g"], 1.0, **kwargs)
-    shortcut = dpstats.dp_ols(FORMULA, frame, eps=1.0, method="histogram", **kwargs)
+    shortcut = dpstats.dp_ols(FORMULA, frame, eps=1.0, method="histogram", moment_share=0, **kwargs)
     np.testing.assert_allclose(shortcut.params, direct.ols(FORMULA).params, rtol=1e-12)
     np.testing.assert_allclose(shortcut.conf_int(), direct.ols(FORMULA).conf_int(), rtol=1e-12)  # same intervals
     np.testing.assert_allclose(shortcut.bse, direct.ols(FORMULA).bse, rtol=1e-12)
@@ -571,9 +576,10 @@ def test_dp_ols_histogram_is_the_histogram_of_the_formulas_variables(frame: pd.D
 
 
 def test_dp_quantreg_histogram_shortcut(frame: pd.DataFrame) -> None:
-    """dp_quantreg's default bins are the quantile rule's; with those, noisy_histogram gives the same fit."""
+    """dp_quantreg's default bins at the centres (moment_share=0) are the quantile rule's; with those,
+    noisy_histogram gives the same fit."""
     kwargs = {"bounds": BOUNDS, "levels": LEVELS, "random_state": 13}
-    shortcut = dpstats.dp_quantreg("y ~ x + C(g)", frame, 0.25, eps=1.0, method="histogram", **kwargs)
+    shortcut = dpstats.dp_quantreg("y ~ x + C(g)", frame, 0.25, eps=1.0, method="histogram", moment_share=0, **kwargs)
     k = default_bins(len(frame), 2, 3, 1.0, "quantreg")
     assert shortcut.hyperparameters["bins"] == {"y": k, "x": k}
     direct = noisy_histogram(frame, ["y", "x", "g"], 1.0, bins=k, **kwargs).quantreg("y ~ x + C(g)", 0.25)

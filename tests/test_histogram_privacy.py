@@ -62,10 +62,12 @@ from dpstats.audit import (
 )
 from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.histogram import cell_means as cm
 from dpstats.mechanisms.histogram import mechanism as mech
 from dpstats.mechanisms.histogram import release as hg
 
 NAME = "histogram counts"
+MEANS = "histogram within-cell means"
 ALPHA = 1e-6
 UNIT = [(0.0, 1.0)]
 CORNERS = corner_pairs(10, UNIT, (0.0, 1.0))
@@ -73,6 +75,7 @@ LOWEST_CORNERS = corner_pairs(10, UNIT, (0.0, 1.0), bases="lowest")
 """The 12 moves over the lowest corner: every one moves the row to another cell (two counts move by 1)."""
 PRIVACY = PrivacyRequest(eps=1.0)
 OPTIONS = {"bins": 2}  # 4 cells: each corner its own cell
+COUNTS_ONLY = {"bins": 2, "moment_share": 0}  # Algorithm 1 at the centres: the counts are the one release
 BOUNDS = {"y": (0.0, 10.0), "x": (0.0, 10.0)}
 LEVELS = {"g": ["a", "b", "c"]}
 
@@ -121,15 +124,55 @@ pytestmark = pytest.mark.usefixtures("few_replicates_in_module")  # conftest.FEW
         {"bins": 3, "q": 0.3, "response": "centre"},
         {"bins": 2, "bound_cells": True},  # the corners are the bounds' cells
         {"bins": 3, "q": 0.5, "bound_cells": True},
+        {"bins": 2, "moment_share": 0.6},
+        COUNTS_ONLY,
     ],
 )
 def test_replay_on_corner_pairs_sensitivity_two_and_tight(options: dict) -> None:
+    """The counts (L1 sensitivity 2) and the within-cell sums of the centred offsets along y and x (L1
+    sensitivity m = 2, dpstats/mechanisms/histogram/cell_means.py) are the only private steps; both bounds are
+    reached (ratio 1: a row at the top corner of one cell moved to the bottom corner of another moves both of
+    its offsets by 1/2 in each cell). A bound's cell is a point whose rows have offset 0: with bound cells the
+    corners move no sum. With moment_share=0 the counts are the one release."""
     pairs = CORNERS if options is OPTIONS else LOWEST_CORNERS
     report = replay(mech.fit, pairs, PRIVACY, seeds=range(1), options=options)
+    names = [NAME] if options is COUNTS_ONLY else [NAME, MEANS]
     report.assert_sound(min_ratio=0.9, names=[NAME])
-    assert list(report.releases) == [NAME]  # one private step, nothing else drawn
+    assert list(report.releases) == names  # nothing else drawn
     worst = report.releases[NAME]
     assert worst.sensitivity == 2.0 and worst.norm == "l1" and worst.max_ratio == pytest.approx(1.0)
+    if options is not COUNTS_ONLY:
+        means = report.releases[MEANS]
+        assert means.sensitivity == 2.0 and means.norm == "l1"
+        assert means.max_ratio == (0.0 if options.get("bound_cells") else pytest.approx(1.0))
+
+
+def test_offset_sums_brute_force_sensitivity_is_m_and_its_supremum() -> None:
+    """Every replace-one neighbour of a small data set over a grid of values that holds every bin edge, the
+    bounds and values outside them (clipped by the front end, clipped here by the offsets' own clip): the
+    offset sums move by at most m = 2 in L1 (the declared sensitivity), and by exactly 2 where a row at the
+    top corner of the last (closed) bins is replaced by one at the bottom corner of another cell; the sums
+    add the rows' centred offsets."""
+    layout = mech.build_layout(["y", "x"], {"y": (0.0, 1.0), "x": (0.0, 1.0)}, {}, 4, 10, 1.0)
+    axes = cm.mean_axes(layout)
+    assert axes == ("y", "x") and cm.means_sensitivity(len(axes)) == 2.0
+    grid = np.linspace(-0.1, 1.1, 31)  # steps of 0.04: the edges 0, 0.25, ..., 1 are on it
+    base = pd.DataFrame({"y": [0.1, 0.3, 0.55, 0.8, 0.95], "x": [0.2, 0.45, 0.5, 0.7, 1.0]})
+    worst = 0.0
+    reference = cm.offset_sums(layout, axes, base)
+    for y_old, x_old in [(0.2, 0.2), (0.24, 0.96), (1.0, 1.0), (0.0, 0.0), (0.5, 0.74)]:
+        d = pd.concat([base, pd.DataFrame({"y": [y_old], "x": [x_old]})], ignore_index=True)
+        sums = cm.offset_sums(layout, axes, d)
+        for y_new in grid:
+            for x_new in grid:
+                d_prime = d.copy()
+                d_prime.loc[len(d) - 1, ["y", "x"]] = [y_new, x_new]
+                move = np.abs(sums - cm.offset_sums(layout, axes, d_prime)).sum()
+                assert move <= 2.0 + 1e-12
+                worst = max(worst, move)
+        added = sums - reference
+        assert np.isclose(added.sum(), sum(cm.centred_offsets(layout.axis(a), d[a].iloc[-1:]).sum() for a in axes))
+    assert worst == 2.0
 
 
 @pytest.mark.parametrize("pairs", [FORMULA_PAIRS, MODEL_SCALE_PAIRS], ids=["formula", "model scale"])
@@ -203,16 +246,16 @@ def test_histogram_noise_is_laplace_two_over_eps_and_the_test_has_power() -> Non
 WORST = CORNERS[1]  # 9 rows at (0, 0), the last moved from (0, 0) to (1, 0): two counts move by 1
 
 
-def _graybox(**kwargs):
+def _graybox(name: str = NAME, options: dict = COUNTS_ONLY, privacy: PrivacyRequest = PRIVACY, **kwargs):
     return graybox_audit(
         mech.fit,
         WORST,
-        PRIVACY,
-        NAME,
+        privacy,
+        name,
         runs=50_000,
         seed=3,
         alpha=ALPHA,
-        options=OPTIONS,
+        options=options,
         reduce=GrayBoxSamples.laplace_log_likelihood_ratio,
         **kwargs,
     )
@@ -224,6 +267,18 @@ def test_graybox_audit_within_the_claim_and_with_power() -> None:
     assert result.engine == "batched" and result.eps_claimed == 1.0
     result.assert_within_claim()
     assert result.eps_lb > 0.7, result.as_text()  # the audit sees most of the privacy loss (0.83 measured)
+
+
+@pytest.mark.slow
+def test_graybox_audit_of_the_within_cell_means() -> None:
+    """The means' release on WORST (the last row from the corner (0, 0) to (1, 0): both its offsets move by
+    1/2 in two cells, the L1 sensitivity m = 2), with the default share of eps = 4: eps 1 claimed, within it,
+    and much of it seen: eps_lb 0.65 measured with seed 3 (the move is spread over four coordinates of 1/2;
+    at eps 0.25 the audit's resolution at alpha = 1e-6 is too coarse to see much: 0.05)."""
+    result = _graybox(MEANS, OPTIONS, PrivacyRequest(eps=4.0))
+    assert result.engine == "batched" and result.eps_claimed == 1.0
+    result.assert_within_claim()
+    assert result.eps_lb > 0.5, result.as_text()
 
 
 @pytest.mark.slow
@@ -243,6 +298,13 @@ def test_canary_understated_sensitivity_is_flagged_by_replay_and_graybox() -> No
     assert result.flagged, result.as_text()
 
 
+def test_canary_understated_means_sensitivity_is_flagged_by_replay() -> None:
+    with understated_sensitivity(cm, "means_sensitivity"):
+        report = replay(mech.fit, CORNERS, PRIVACY, seeds=range(1), options=OPTIONS)
+    with pytest.raises(AssertionError, match="exceeds the declared sensitivity"):
+        report.assert_sound()
+
+
 @contextlib.contextmanager
 def _empty_cells_unnoised() -> Iterator[None]:
     """The classic histogram bug: noise only the occupied cells (the zeros reveal the empty ones)."""
@@ -257,7 +319,7 @@ def _empty_cells_unnoised() -> Iterator[None]:
 
 def test_canary_empty_cells_without_noise_is_flagged_by_replay() -> None:
     with _empty_cells_unnoised():
-        report = replay(mech.fit, CORNERS, PRIVACY, seeds=range(1), options=OPTIONS)
+        report = replay(mech.fit, CORNERS, PRIVACY, seeds=range(1), options=COUNTS_ONLY)
     with pytest.raises(AssertionError, match="final release differs"):
         report.assert_sound()
 

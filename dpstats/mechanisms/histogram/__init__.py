@@ -1,7 +1,9 @@
 """The perturbed histogram of Lei (2011): one noisy release, any number of fits.
 
 The family: ``layout`` (public cells, default bins, thresholding),
-``release`` (the one private step: noisy counts), ``cell_fits`` and
+``release`` (the private steps: noisy counts and, with a share of eps, the
+noisy sums of the rows' offsets inside their cells), ``cell_means`` (those
+sums and the fits' points at the cells' noisy means), ``cell_fits`` and
 ``weighted_fits`` (fits on the cells: post-processing), ``cell_moments``
 and ``inference`` (their standard errors: post-processing), ``mechanism``
 (``method="histogram"`` on a :class:`~dpstats.design.matrix.Design`). The front end
@@ -25,7 +27,10 @@ The release (Lei 2011, section 2.2 and section 4.1):
 
 The fits (Algorithm 1): the formula is evaluated at the cell centres (numeric
 columns) and levels (categorical ones), and a weighted fit is run with the
-noisy counts as weights, after
+noisy counts as weights; ``dp_ols`` and ``dp_quantreg`` by default place each
+cell at its rows' noisy mean instead (``moment_share``, dpstats/mechanisms/histogram/cell_means.py:
+the binning bias of the centres goes, and the fits converge to the fits on
+the rows as eps grows), after
 
 * **enhanced thresholding** (section 4.2, the default): counts below
   ``A log(n) / eps`` with ``A = 1/2`` (the paper's housing example) become

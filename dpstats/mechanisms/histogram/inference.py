@@ -55,16 +55,31 @@ theta_c)``: basic intervals are then ``[theta_c - q_hi, theta_c - q_lo]`` of
 the departures ``theta_c* - theta~``.
 
 **Binning.** The bootstrap world is already binned, so binning bias is not
-covered; the default bins are chosen finer than Lei's rule so that it is small
-next to the interval's width (dpstats/mechanisms/histogram/layout.py). Where
-declared bounds are wide next to the data it is not: on statsmodels' engel
-data (235 rows, median, eps = 1: 8 bins over the declared income range 0-5,000
-hold 54 and 135 rows in the first two) QuantReg on the rows with income at its
-bin's centre has slope 0.395 against 0.560 on the raw rows (0.537 with income
-at its bin's mean; the histogram without noise 0.385:
+covered; at the cells' centres (``moment_share=0``, Algorithm 1) the default
+bins are chosen finer than Lei's rule so that it is small next to the
+interval's width (dpstats/mechanisms/histogram/layout.py). Where declared
+bounds are wide next to the data it is not: on statsmodels' engel data (235
+rows, median, eps = 1: 8 bins over the declared income range 0-5,000 hold 54
+and 135 rows in the first two) QuantReg on the rows with income at its bin's
+centre has slope 0.395 against 0.560 on the raw rows (0.537 with income at
+its bin's mean; the histogram without noise 0.385:
 benchmarks/bench_histogram_inference.py --binning), and the intervals covered
 QuantReg's estimate in 0.47 of 100 seeds (benchmarks/bench_real_coverage.py,
-``auto`` on engel's median).
+``auto`` on engel's median). By default the fits are at the cells' noisy
+means instead (dpstats/mechanisms/histogram/cell_means.py), which removes the
+bias of the centres; what is left is the spread of the rows inside a cell,
+which vanishes as the bins refine with eps.
+
+**Noisy points.** At the cells' noisy means the points move with the noise
+and the sample too. Each cell's mean offset along an axis moves by a normal
+draw of the variance cell_means.py gives (its own, and its bin's shared by
+the bin's cells), carried to the fit linearly: least squares' statistic by
+``W_r dz_r / du``, quantile regression's score by
+``W_r (dx_r g_r + x_r d_r (dx_r'b - dy_r))`` per unit offset (``g_r`` the
+integrated check loss's derivative, ``d_r`` the kernel density at the fit,
+``dx_r``, ``dy_r`` the design row's and response's derivatives); the moves
+are independent of the counts' noise (a separate release) and are added to
+the statistic's or the score's normal law.
 
 **Sparse layouts** (least squares). The bootstrap world takes the released,
 thresholded counts as the truth. Where the layout expects fewer rows per cell
@@ -123,10 +138,10 @@ REPLICATES = 1000
 SE_NOTE = (
     "SEs and intervals: a parametric bootstrap of the released histogram (post-processing, no budget): every "
     "cell's count is redrawn with fresh noise and the same thresholding (exact moments per cell, normal sums "
-    "across cells), bias-corrected for the thresholding. The estimate is the fit on binned data: it keeps a "
-    "binning bias at any eps (it shrinks as the bins refine with n; Lei 2011, Theorem 3), which the SEs do not "
-    "cover. Bins are finer than Lei's rule so that this bias is small next to the intervals in the designs "
-    "of benchmarks/bench_coverage.py; data on a coarse grid of values (discrete regressors) can keep a large one."
+    "across cells), bias-corrected for the thresholding, and the cells' noisy means, where released, are moved "
+    "by their noise and sampling error. The estimate is the fit on binned data: it keeps a binning bias (at the "
+    "cells' means, the spread of the rows inside a cell; at their centres, more), which the SEs do not cover "
+    "and which shrinks as the bins refine (Lei 2011, Theorem 3)."
 )
 NO_BIN_NOTE = (
     "No SEs: quantile-regression intervals need the response's bins, and this formula's response is a "
@@ -143,6 +158,30 @@ FLAT_HESSIAN = "no cell with weight straddles the fitted quantile, so the fit's 
 
 
 @dataclass(frozen=True)
+class PointMove:
+    """How the cells' noisy points move along one axis with released means (cell_means.py).
+
+    ``dy`` and ``dX``: the derivative of each cell's response and design row per unit offset. A cell's offset
+    moves by its own move (variance ``cell_variances``, independent across cells) plus ``bin_share`` times
+    its bin's (``bins``: each cell's bin; ``bin_variances``: one per bin, shared by the bin's cells).
+    """
+
+    dy: np.ndarray
+    dX: np.ndarray
+    cell_variances: np.ndarray
+    bins: np.ndarray
+    bin_share: np.ndarray
+    bin_variances: np.ndarray
+
+    def covariance(self, rows: np.ndarray) -> np.ndarray:
+        """The covariance of ``sum_r rows_r du_r`` over the cells' moves ``du_r``."""
+        per_bin = np.zeros((self.bin_variances.size, rows.shape[1]))
+        np.add.at(per_bin, self.bins, self.bin_share[:, None] * rows)
+        own = rows.T @ (self.cell_variances[:, None] * rows)
+        return own + per_bin.T @ (self.bin_variances[:, None] * per_bin)
+
+
+@dataclass(frozen=True)
 class CellProblem:
     """A fit's public points and what the intervals need of its weights (cells of the formula's variables).
 
@@ -151,6 +190,7 @@ class CellProblem:
     summed over the release's cells that a cell of the fit pools.
     ``correction`` (least squares, or None) is Sheppard's correction per unit
     weight, one p x p matrix per cell. ``n`` is the public number of rows.
+    ``moves``: the points' moves along the axes with noisy means (**Noisy points**).
     """
 
     X: np.ndarray
@@ -160,6 +200,7 @@ class CellProblem:
     moments: CellMoments
     n: int
     correction: np.ndarray | None = None
+    moves: tuple[PointMove, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,6 +241,14 @@ def _statistic_rows(problem: CellProblem) -> tuple[np.ndarray, tuple[np.ndarray,
     if problem.correction is not None:
         outer = outer - problem.correction[:, rows, cols]
     return np.column_stack([outer, X * problem.y[:, None]]), (rows, cols)
+
+
+def _statistic_steps(problem: CellProblem, move: PointMove, upper: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The derivative of ``z_r`` per unit offset of the cell's point (the product rule on ``x x'`` and ``x y``)."""
+    X, dX = problem.X, move.dX
+    rows, cols = upper
+    outer = dX[:, rows] * X[:, cols] + X[:, rows] * dX[:, cols]
+    return np.column_stack([outer, dX * problem.y[:, None] + X * move.dy[:, None]])
 
 
 def _solve(S: np.ndarray, p: int, upper: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -245,6 +294,9 @@ def least_squares_intervals(problem: CellProblem, params: np.ndarray, rng: np.ra
     cov[:dim, dim:] = Z.T @ (m.cov_m[:, None] * Z)
     cov[dim:, :dim] = cov[:dim, dim:].T
     cov[dim:, dim:] = Z.T @ (m.var_m[:, None] * Z)
+    for move in problem.moves:
+        step = _statistic_steps(problem, move, upper)
+        cov += move.covariance(np.hstack([problem.weights[:, None] * step, problem.mapped[:, None] * step]))
     draws = _normal_draws(rng, mean, cov)
     refits = _solve(np.concatenate([draws[:, :dim], draws[:, dim:]]), p, upper)
     corrected = 2.0 * refits[:REPLICATES] - refits[REPLICATES:]
@@ -318,6 +370,11 @@ def quantile_intervals(
     mean_corrected = 2.0 * m.mean - m.mean_m
     var_corrected = 4.0 * m.var - 4.0 * m.cov_m + m.var_m
     mean = params - inverse @ (score.T @ (mean_corrected - w))
-    cov = inverse @ (score.T @ (var_corrected[:, None] * score)) @ inverse.T
+    spread = score.T @ (var_corrected[:, None] * score)
+    gap = np.clip((fitted - lower) / width, 0.0, 1.0) - q
+    for move in problem.moves:
+        step = w[:, None] * (move.dX * gap[:, None] + X * (density * (move.dX @ params - move.dy))[:, None])
+        spread += move.covariance(step)
+    cov = inverse @ spread @ inverse.T
     replicates = params + (_normal_draws(rng, mean, cov) - centre)
     return Intervals(replicate_covariance(replicates), replicates, SE_NOTE)

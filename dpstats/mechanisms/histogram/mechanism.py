@@ -1,18 +1,23 @@
 """``method="histogram"``: OLS and quantile regression from a perturbed histogram (Lei 2011).
 
 ``dp_ols(..., method="histogram")`` and ``dp_quantreg(..., method="histogram")``
-are shortcuts for ``noisy_histogram(...)`` over the formula's own variables
-followed by ``.ols(formula)`` or ``.quantreg(formula, q)`` (the family's
-docstring, dpstats/mechanisms/histogram/__init__.py, states the algorithm,
-the noise calibration, the thresholding and the default bins):
+with ``moment_share=0`` are shortcuts for ``noisy_histogram(...)`` over the
+formula's own variables followed by ``.ols(formula)`` or ``.quantreg(formula, q)``
+(the family's docstring, dpstats/mechanisms/histogram/__init__.py, states the
+algorithm, the noise calibration, the thresholding and the default bins); by
+default they also release the cells' means:
 
 1. the histogram's columns are the variables the formula uses (the response
    included), as the formula front end prepared them: numeric ones clipped to
    their declared bounds and cut into K equal bins, categorical ones with one
    cell per declared level (Lei 2011, section 4.1);
-2. every cell count gets Laplace noise of scale ``2 / eps`` (section 2.2,
-   replace-one sensitivity 2) -- the only private step, and all of eps;
-3. the formula is evaluated at the cell centres and levels (by the design's
+2. every cell count gets Laplace noise of scale ``2 / eps_counts`` (section
+   2.2, replace-one sensitivity 2), and every cell's sums of its rows' centred
+   offsets along the m numeric axes Laplace noise of scale ``m / eps_means``
+   (L1 sensitivity m; dpstats/mechanisms/histogram/cell_means.py) -- the only
+   private steps, ``eps_means = moment_share eps`` and the rest on the counts;
+3. the formula is evaluated at the cells' noisy means (at the centres with
+   ``moment_share=0``) and levels (by the design's
    public ``variables.encode`` map, so this module never sees the formula) and fitted by
    weighted least squares or weighted quantile regression with the
    thresholded noisy counts as weights (Algorithm 1, section 4.2).
@@ -26,7 +31,13 @@ audit harness's designs from arrays) has no variables; its response and
 every non-intercept column are then binned as numeric variables over their
 bounds, and the intercept column is 1 at every cell.
 
-Options: ``bins`` (int, dict per variable, or None for the paper's rule),
+Options: ``moment_share`` (None: 0.25, or 0 with ``sheppard``; a number in
+[0, 1)): the part of eps spent on the sums of the rows' offsets inside their
+cells, at whose noisy means the fits are made
+(dpstats/mechanisms/histogram/cell_means.py; 0 fits at the centres,
+Algorithm 1, with all of eps on the counts; the share is validated from its
+value alone and the split, reported in ``res.privacy``, adds up to at most
+eps); ``bins`` (int, dict per variable, or None for the paper's rule),
 ``threshold`` ("enhanced" with A = 1/2, "nonnegative", "none", or a number A),
 ``bound_cells`` (False, True or a list of numeric variables: a cell of its own
 at each declared bound, for a variable with a mass of rows there, such as a
@@ -54,17 +65,31 @@ import numpy as np
 import pandas as pd
 
 from ...design.matrix import Design
+from ...privacy.accounting import check_share
 from ..base import PrivacyRequest, Release
 from ..quantiles import check_quantile
 from .cell_fits import CellFit, Encode, as_release, check_response, fit_on_cells
-from .layout import HistogramLayout, Threshold, build_layout, check_bound_cells, check_threshold
-from .release import HistogramRelease, release_cell_counts, release_histogram
+from .cell_means import DEFAULT_SHARE, mean_axes
+from .layout import (
+    HistogramLayout,
+    Threshold,
+    build_layout,
+    check_bound_cells,
+    check_threshold,
+)
+from .release import HistogramRelease, cell_statistics, release_with_means, split_eps
 from .weighted_fits import identifies
 
 MAX_IDENTIFYING_BINS = 8
 """The most bins per numeric axis :func:`identifying_layout` raises a default layout to."""
 
-DEFAULTS: dict[str, object] = {"bins": None, "threshold": "enhanced", "sheppard": False, "bound_cells": False}
+DEFAULTS: dict[str, object] = {
+    "bins": None,
+    "threshold": "enhanced",
+    "sheppard": False,
+    "bound_cells": False,
+    "moment_share": None,
+}
 
 
 def fit(
@@ -78,6 +103,7 @@ def fit(
     bound_cells: bool | list[str] = False,
     response: str = "auto",
     q: float | None = None,
+    moment_share: float | None = None,
 ) -> Release:
     """Release a perturbed histogram of ``design`` and fit on it (module docstring).
 
@@ -87,15 +113,65 @@ def fit(
     threshold = check_threshold(threshold)
     response = check_response(response)
     estimator, q = ("ols", None) if q is None else ("quantreg", check_quantile(q))
+    share = check_moment_share(moment_share, bool(sheppard))
     if design.variables is not None:
         hist, cell_fit = _fit_variables(
-            design, privacy.eps, rng, bins, threshold, estimator, q, response, sheppard, bound_cells
+            design, privacy.eps, rng, bins, threshold, estimator, q, response, sheppard, bound_cells, share
         )
     else:
         if sheppard:
             raise ValueError("sheppard needs the formula's variables (use dp_ols or noisy_histogram)")
-        hist, cell_fit = _fit_columns(design, privacy.eps, rng, bins, threshold, estimator, q, response, bound_cells)
+        hist, cell_fit = _fit_columns(
+            design, privacy.eps, rng, bins, threshold, estimator, q, response, bound_cells, share
+        )
     return as_release(cell_fit, hist.privacy)
+
+
+def check_moment_share(moment_share: object, sheppard: bool) -> float:
+    """The part of eps for the within-cell means (dpstats/mechanisms/histogram/cell_means.py), in [0, 1).
+
+    None gives ``DEFAULT_SHARE``, or 0 with Sheppard's correction, which corrects fits at the bins' centres
+    (the two do not combine: a positive share with ``sheppard`` is refused). Public arguments only.
+    """
+    share = check_share(moment_share, "moment_share")
+    if share is None:
+        return 0.0 if sheppard else DEFAULT_SHARE
+    if share > 0 and sheppard:
+        raise ValueError("sheppard corrects fits at the bins' centres; use it with moment_share=0")
+    return share
+
+
+def _release(
+    design: Design,
+    frame_of: Callable[[Design], pd.DataFrame],
+    layout_with: Callable[[float, bool], HistogramLayout],
+    eps: float,
+    share: float,
+    threshold: Threshold,
+    rng: np.random.Generator,
+) -> HistogramRelease:
+    """The layout for the counts' part of eps, and the release of its counts and within-bin sums.
+
+    The axes with means are :func:`~dpstats.mechanisms.histogram.cell_means.mean_axes`, in the default layout
+    for fits at means (dpstats/mechanisms/histogram/layout.py); a layout without any (levels and whole
+    numbers only), or a share of 0, spends all of eps on the counts in the layout for fits at centres.
+    Public facts only.
+    """
+    eps_counts, eps_means = split_eps(eps, share)
+    layout = layout_with(eps_counts, True)
+    axes = mean_axes(layout) if eps_means > 0 else ()
+    if not axes:
+        eps_counts, eps_means = eps, 0.0
+        layout = layout_with(eps, False)
+    statistic = functools.partial(_statistics, layout, axes, frame_of)
+    return release_with_means(design.total(statistic), design.n, layout, eps_counts, eps_means, axes, threshold, rng)
+
+
+def _statistics(
+    layout: HistogramLayout, axes: tuple[str, ...], frame_of: Callable[[Design], pd.DataFrame], design: Design
+) -> np.ndarray:
+    """The counts and within-bin sums of the design's rows (a statistic for ``design.total``)."""
+    return cell_statistics(layout, axes, frame_of(design))
 
 
 def _fit_variables(
@@ -109,6 +185,7 @@ def _fit_variables(
     response: str,
     sheppard: bool | list[str],
     bound_cells: bool | list[str],
+    share: float,
 ) -> tuple[HistogramRelease, CellFit]:
     """The histogram over the formula's variables, and the design fitted on its cells."""
     variables = design.variables
@@ -116,16 +193,17 @@ def _fit_variables(
     names = list(frame.columns)
     ends = check_bound_cells(bound_cells, [c for c in names if c not in variables.levels])
 
-    def layout_with(k: int | dict[str, int] | None) -> HistogramLayout:
-        return build_layout(
-            names, variables.bounds, variables.levels, k, design.n, eps, estimator, ends, threshold, variables.integers
-        )
+    def layout_with(eps_counts: float, means: bool) -> HistogramLayout:
+        def with_bins(k: int | dict[str, int] | None) -> HistogramLayout:
+            return build_layout(
+                names, variables.bounds, variables.levels, k, design.n, eps_counts, estimator, ends, threshold,
+                variables.integers, means,
+            )  # fmt: skip
 
-    layout = layout_with(bins)
-    if bins is None:
-        layout = identifying_layout(layout, variables.encode, layout_with)
-    counts = design.total(functools.partial(cell_counts, layout))
-    hist = release_cell_counts(counts, design.n, layout, eps, threshold, rng)
+        layout = with_bins(bins)
+        return identifying_layout(layout, variables.encode, with_bins) if bins is None else layout
+
+    hist = _release(design, lambda d: d.variables.frame, layout_with, eps, share, threshold, rng)
     cell_fit = fit_on_cells(
         hist,
         estimator,
@@ -166,11 +244,6 @@ def _identifies(layout: HistogramLayout, encode: Encode) -> bool:
     return identifies(X[np.all(np.isfinite(X), axis=1)])  # a transform undefined at a bound's cell (log 0): left out
 
 
-def cell_counts(layout: HistogramLayout, design: Design) -> np.ndarray:
-    """The count of the design's variables in each cell of ``layout`` (a statistic for ``design.total``)."""
-    return layout.counts(design.variables.frame)
-
-
 def _fit_columns(
     design: Design,
     eps: float,
@@ -181,6 +254,7 @@ def _fit_columns(
     q: float | None,
     response: str,
     bound_cells: bool | list[str],
+    share: float,
 ) -> tuple[HistogramRelease, CellFit]:
     """The histogram over the response and the non-intercept design columns (designs without variables)."""
     if design.x_bounds is None or design.y_bounds is None:
@@ -189,10 +263,15 @@ def _fit_columns(
     names = [design.y_name, *(design.term_names[j] for j in slopes)]
     bounds = {design.y_name: design.y_bounds}
     bounds.update({design.term_names[j]: tuple(design.x_bounds[j]) for j in slopes})
-    frame = pd.DataFrame({design.y_name: design.y, **{design.term_names[j]: design.X[:, j] for j in slopes}})
     ends = check_bound_cells(bound_cells, names)
-    layout = build_layout(names, bounds, {}, bins, design.n, eps, estimator, ends, threshold)
-    hist = release_histogram(frame, layout, eps, threshold, rng)
+
+    def frame_of(d: Design) -> pd.DataFrame:
+        return pd.DataFrame({d.y_name: d.y, **{d.term_names[j]: d.X[:, j] for j in slopes}})
+
+    def layout_with(eps_counts: float, means: bool) -> HistogramLayout:
+        return build_layout(names, bounds, {}, bins, design.n, eps_counts, estimator, ends, threshold, (), means)
+
+    hist = _release(design, frame_of, layout_with, eps, share, threshold, rng)
 
     def encode(cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         X = np.ones((len(cells), design.n_columns))

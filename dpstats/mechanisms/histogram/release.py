@@ -4,13 +4,17 @@ Every cell count of the layout (dpstats/mechanisms/histogram/layout.py), empty
 cells included, gets independent Laplace noise of scale ``2 / eps``: under
 replace-one neighbours (docs/DESIGN.md section 2) one changed row moves one
 count down by 1 and another up by 1, an L1 sensitivity of 2 (Lei 2011,
-Lemma 2; the paper's density ``alpha exp(-alpha |z| / 2) / 4``). Everything a
-:class:`HistogramRelease` does afterwards is post-processing.
+Lemma 2; the paper's density ``alpha exp(-alpha |z| / 2) / 4``). A release
+for a fit may also hold noisy within-cell sums of the rows' offsets inside
+their bins, with a share of eps (dpstats/mechanisms/histogram/cell_means.py);
+the split adds up to eps. Everything a :class:`HistogramRelease` does
+afterwards is post-processing.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +23,7 @@ import pandas as pd
 
 from ...privacy.accounting import PrivacySpent
 from ...privacy.noise import laplace_mechanism, make_rng, postprocessing_rng
+from .cell_means import MEANS_RELEASE, CellMeans, axis_means, means_sensitivity, offset_sums, release_offsets
 from .cell_moments import CountModel, count_model
 from .layout import HistogramLayout, Threshold, check_threshold, cutoff, thresholded
 
@@ -50,6 +55,10 @@ class HistogramRelease:
     stream of the fits' bootstrap draws (``noise.postprocessing_rng`` of the
     release's generator); every fit starts from a copy of it, so a fit's
     intervals are a function of the release and the seed alone.
+    ``means_axes``, ``_offsets`` and ``means_eps``: the axes with noisy
+    within-cell offset sums (cells x axes) and the
+    eps they spent (none by default: the fits are then at the cell centres,
+    Algorithm 1).
     """
 
     layout: HistogramLayout
@@ -59,6 +68,9 @@ class HistogramRelease:
     privacy: PrivacySpent
     _counts: np.ndarray = field(repr=False)
     _postprocessing: np.random.Generator | None = field(default=None, repr=False, compare=False)
+    means_axes: tuple[str, ...] = ()
+    _offsets: np.ndarray | None = field(default=None, repr=False)
+    means_eps: float = 0.0
 
     @property
     def counts(self) -> np.ndarray:
@@ -134,6 +146,29 @@ class HistogramRelease:
         """A fresh copy of the release's post-processing stream (fresh OS entropy if the release has none)."""
         return make_rng(None) if self._postprocessing is None else copy.deepcopy(self._postprocessing)
 
+    def cell_means(self, names: Sequence[str]) -> CellMeans | None:
+        """The noisy points of the cells of ``names`` along their axes with means (cell_means.py).
+
+        None when the release holds no means for any of ``names``.
+        """
+        used = [j for j, name in enumerate(self.means_axes) if name in names]
+        if self._offsets is None or not used:
+            return None
+        scale = means_sensitivity(len(self.means_axes)) / self.means_eps
+        grid = np.indices([self.layout.axis(c).size for c in names]).reshape(len(names), -1)
+        axes = []
+        for j in used:
+            name = self.means_axes[j]
+            cell = (self.sum_over(names, self._offsets[:, j]), self.sum_over(names, self._counts), self.pooled(names))
+            bin_ = (self.sum_over([name], self._offsets[:, j]), self.sum_over([name], self._counts))
+            along = grid[list(names).index(name)]
+            axes.append(axis_means(name, cell, (*bin_, self.pooled([name])), along, scale))
+        return CellMeans(tuple(axes))
+
+    def pooled(self, names: Sequence[str]) -> int:
+        """How many cells of the release each cell of the columns ``names`` pools (public)."""
+        return self.layout.n_cells // math.prod(self.layout.axis(c).size for c in names)
+
     def widths(self, names: Sequence[str], name: str) -> np.ndarray | None:
         """The width along numeric column ``name`` of every cell of the columns ``names`` (None for a categorical
         or unknown ``name``): the bin width, 0 at a bound's cell (a point)."""
@@ -154,12 +189,13 @@ class HistogramRelease:
         return out
 
 
-def histogram_privacy(eps: float) -> PrivacySpent:
-    """What a histogram release spends: all of eps on the cell counts."""
+def histogram_privacy(eps: float, means_eps: float = 0.0) -> PrivacySpent:
+    """What a histogram release spends: ``eps`` on the cell counts and ``means_eps`` on the within-cell sums."""
+    split = ((RELEASE_NAME, eps),) + (((MEANS_RELEASE, means_eps),) if means_eps > 0 else ())
     return PrivacySpent(
         notion="pure",
-        eps=eps,
-        split=((RELEASE_NAME, eps),),
+        eps=eps + means_eps,
+        split=split,
         caveats=(
             "every fit from the same noisy histogram, standard errors included, is post-processing and costs "
             "nothing further",
@@ -195,3 +231,46 @@ def release_cell_counts(
     they are partitioned: dpstats/design/moments.py)."""
     noisy = release_counts(rng, counts, eps)
     return kind(layout, n, eps, threshold, histogram_privacy(eps), noisy, postprocessing_rng(rng))
+
+
+def split_eps(eps: float, share: float) -> tuple[float, float]:
+    """``(eps_counts, eps_means)``: ``share`` of eps on the within-bin sums, the rest on the counts.
+
+    The two add up to at most eps in floating point (the counts get the remainder, rounded down).
+    """
+    means = eps * share
+    counts = eps - means
+    while counts + means > eps:
+        counts = math.nextafter(counts, 0.0)
+    return counts, means
+
+
+def release_with_means(
+    statistics: np.ndarray,
+    n: int,
+    layout: HistogramLayout,
+    eps: float,
+    means_eps: float,
+    axes: tuple[str, ...],
+    threshold: Threshold,
+    rng: np.random.Generator,
+) -> HistogramRelease:
+    """Release the cell counts with ``eps`` and the within-bin offset sums of ``axes`` with ``means_eps``.
+
+    ``statistics`` is :func:`cell_statistics`: the counts, then the sums of every axis in ``axes``; no axes (or
+    ``means_eps`` 0) release the counts only.
+    """
+    counts, sums = statistics[:, 0], statistics[:, 1:]
+    noisy = release_counts(rng, counts, eps)
+    if not axes or means_eps <= 0:
+        return HistogramRelease(layout, n, eps, threshold, histogram_privacy(eps), noisy, postprocessing_rng(rng))
+    offsets = release_offsets(rng, sums, means_eps)
+    privacy = histogram_privacy(eps, means_eps)
+    return HistogramRelease(
+        layout, n, eps, threshold, privacy, noisy, postprocessing_rng(rng), axes, offsets, means_eps
+    )
+
+
+def cell_statistics(layout: HistogramLayout, axes: Sequence[str], frame: pd.DataFrame) -> np.ndarray:
+    """Per cell (rows, C order): its count, then the sums of its rows' centred offsets along every axis in ``axes``."""
+    return np.column_stack([layout.counts(frame), offset_sums(layout, axes, frame)])
