@@ -77,9 +77,9 @@ The layout for fits at the cells' noisy means (``means=True``; the default of
 The means remove the first-order binning bias that undersmoothing fights, so
 coarse bins cost far less, while the empty cells' noise pulls the fit as
 before: the cap is ``MEANS_NOISE_MASS = 0.05`` n, and the rule drops its
-noise-free floor (``n / c(K) >= 3 (2 / eps) log c(K)`` alone), so that as eps
-grows the bins refine up to MAX_DEFAULT_CELLS and a cell holds about one
-row, placed at that row. Measured with benchmarks/bench_real_data.py at
+noise-free floor (``n / c(K) >= 3 (2 / eps) log c(K)``, and at most
+``MAX_CELLS_PER_ROW = 10`` cells per row), so that as eps grows the bins
+refine until a cell holds about one row, placed at that row. Measured with benchmarks/bench_real_data.py at
 eps = 1 and 5 (20 seeds of engel's median, 10 of fair; eps_counts is 3/4 of
 eps): the cap of 0.2 gave engel 17 bins at eps = 5 and its median's
 intervals covered QuantReg in 0.75 of the seeds, 0.05 gave 8 bins and 1.00;
@@ -88,9 +88,9 @@ bins (cap 0.2), were 0.9 to 1.4 times off with 3 (cap 0.05). A cap of 0.02
 helped fair at eps = 5 (level 4 of religiousness -0.27 against OLS's -0.91,
 from +0.28 at 0.05; 20 seeds) but left engel two bins at eps = 1, where
 3 of 20 fits failed and the median's intervals covered in 0.59. At eps = 1e9
-the floor's removal took every coefficient of engel, fair and grunfeld
-within 0.7% of OLS and QuantReg (with the floor, engel's median intercept
-was 5% off and grunfeld's capital 10%).
+the floor's removal took every coefficient of engel, fair, grunfeld, CPS1985
+and PSID1976 within 0.4% of OLS and QuantReg, HousePrices within 2.8% (with
+the floor, engel's median intercept was 5% off and grunfeld's capital 10%).
 
 Bound cells (``ends``, the option ``bound_cells``): a numeric axis can have,
 besides its K bins, a cell of its own at each declared bound, a point (width
@@ -133,6 +133,10 @@ MEANS_NOISE_MASS = 0.05
 """NOISE_MASS of a layout whose fits are at the bins' noisy means (module docstring, the cap with means)."""
 UNDERSMOOTHING = {"ols": 1.5, "quantreg": 3.0}
 """Default bins per numeric axis over Lei's rule of thumb, per estimator (module docstring)."""
+MAX_CELLS_PER_ROW = 10
+"""The most cells per row Lei's rule gives without its floor (:func:`lei_bins`): at eps = 1e9, 10 kept the
+benchmark regressions' histogram fits within 0.4% of OLS and QuantReg (HousePrices: 2.8%), 1 let them drift
+to 0.6-7.7%, and none gave 200,000 cells to 3,000 rows (minutes per fit)."""
 MAX_CELLS = 20_000_000
 MAX_DEFAULT_CELLS = 200_000
 """The most cells a default layout has (the intervals hold a cells x p^2 matrix; module docstring)."""
@@ -298,19 +302,22 @@ def default_bins(
 def lei_bins(n: int, free_axes: int, fixed_cells: int, eps: float, ended_axes: int = 0, floor: float = 1.0) -> int:
     """The paper's rule of thumb for K (Lei 2011, section 4.3; module docstring).
 
-    The largest K >= 3 with ``n / c(K) >= max(3 (2 / eps), floor) log c(K)``, where
+    The largest K >= 3 with ``n / c(K) >= max(3 (2 / eps), floor) log c(K)`` and
+    ``c(K) <= MAX_CELLS_PER_ROW n``, where
     ``c(K)`` is :func:`cell_count` (``fixed_cells``: the categorical levels and
     any cells the caller fixed; ``ended_axes``: the free axes with a cell at
     each bound): the average count per cell three times the expected maximal
-    Laplace noise. 3 when even K = 3 misses the rule, 0 when no axis needs a
-    K. Uses only public information.
+    Laplace noise; and at most MAX_CELLS_PER_ROW cells per row (the floor 1
+    implies one; without the floor, at eps = 1e9 the rule alone gave 200,000
+    cells to 3,000 rows and a fit of over ten minutes). 3 when even K = 3
+    misses the rule, 0 when no axis needs a K. Uses only public information.
     """
     if free_axes <= 0:
         return 0
 
     def fits(k: int) -> bool:
         cells = cell_count(k, free_axes, fixed_cells, ended_axes)
-        return n / cells >= max(BIN_RULE_FACTOR * 2.0 / eps, floor) * math.log(cells)
+        return cells <= MAX_CELLS_PER_ROW * n and n / cells >= max(BIN_RULE_FACTOR * 2.0 / eps, floor) * math.log(cells)
 
     if not fits(MIN_BINS):
         return MIN_BINS
