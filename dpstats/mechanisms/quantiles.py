@@ -1,4 +1,5 @@
-"""Validation of the quantile ``q`` of quantile regression (public input, checked before any data are read)."""
+"""What every quantile-regression mechanism shares: the validation of the quantile ``q`` (public input, checked
+before any data are read) and Koenker & Bassett's check function."""
 
 from __future__ import annotations
 
@@ -26,3 +27,8 @@ def check_quantiles(q: object) -> float | tuple[float, ...]:
             raise ValueError("q has duplicated quantiles; each quantile is fitted once")
         return values[0] if len(values) == 1 else values
     return check_quantile(q)
+
+
+def check_function(residuals: np.ndarray, q: float) -> np.ndarray:
+    """Koenker & Bassett's ``rho_q(u) = u (q - 1(u < 0))``, elementwise."""
+    return residuals * (q - (residuals < 0))

@@ -54,6 +54,8 @@ import scipy.linalg
 from scipy import sparse
 from scipy.optimize import linprog, minimize
 
+from ..quantiles import check_function
+
 # A cross-product matrix whose Jacobi-scaled condition number exceeds this is
 # treated as singular (a term that no retained cell identifies).
 MAX_CONDITION = 1e12
@@ -130,8 +132,7 @@ def weighted_least_squares(
 
 def check_loss(residuals: np.ndarray, q: float, w: np.ndarray | None = None) -> float:
     """``sum_i w_i rho_q(r_i)`` with ``rho_q(u) = u (q - 1(u < 0))`` (all weights 1 by default)."""
-    r = np.asarray(residuals, dtype=float)
-    loss = r * (q - (r < 0))
+    loss = check_function(np.asarray(residuals, dtype=float), q)
     return float(np.sum(loss if w is None else np.asarray(w, dtype=float) * loss))
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..quantiles import check_quantile
+from ..quantiles import check_function, check_quantile
 from .models import MODEL_LIMIT, BatchFit, batch_ols, normal_equations, solve
 
 IRLS_STEPS = 100
@@ -65,8 +65,7 @@ def batch_quantreg(Xb: np.ndarray, yb: np.ndarray, q: float) -> tuple[np.ndarray
 
 def check_loss(Xb: np.ndarray, yb: np.ndarray, q: float, coef: np.ndarray) -> np.ndarray:
     """``(k,)``: each batch's check loss ``sum_i r_i (q - 1{r_i < 0})`` at its coefficients."""
-    residuals = yb - np.einsum("kbd,kd->kb", Xb, coef)
-    return np.sum(residuals * (q - (residuals < 0)), axis=1)
+    return np.sum(check_function(yb - np.einsum("kbd,kd->kb", Xb, coef), q), axis=1)
 
 
 def _polished(Xb: np.ndarray, yb: np.ndarray, q: float, coef: np.ndarray) -> np.ndarray:
