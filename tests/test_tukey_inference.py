@@ -10,6 +10,11 @@
 * Budget: the split adds up to eps, the default share is spent only where
   the point can afford it (public facts), se_share=0 is the paper's
   algorithm, a refused test is a failed result.
+* The skew allowance: its factor makes the 95% interval cover a bias up to
+  the allowance exactly (normal law), it is post-processing (the point and
+  the spreads do not change with ``skew``), and ``skew`` is checked before
+  the data are read. The tests of the t law below set skew=0 (their designs
+  are symmetric: the allowance would only widen them).
 * eps -> infinity: the standard errors approach the sampling sd of a
   coordinate-wise median of t_nu fits, ``1 / (2 f_nu(0) sd(t_nu))`` times
   statsmodels' OLS standard errors (1.24 here, 1.25 for large batches: the
@@ -32,6 +37,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
+from scipy import stats
 
 import dpstats
 from dpstats.mechanisms import PrivacyRequest
@@ -153,7 +159,7 @@ def test_huge_budget_standard_errors_are_the_medians_sampling_error() -> None:
         rng = np.random.default_rng(seed)
         x = rng.normal(size=n)
         frame = pd.DataFrame({"x": x, "y": 1.0 + 0.5 * x + rng.normal(size=n)})
-        res = dpstats.dp_ols("y ~ x", frame, eps=1e6, delta=DELTA, method="tukey", random_state=7, m=m)
+        res = dpstats.dp_ols("y ~ x", frame, eps=1e6, delta=DELTA, method="tukey", random_state=7, m=m, skew=0.0)
         ols = sm.OLS(frame["y"], sm.add_constant(frame["x"])).fit()
         ratios.append(res.bse.to_numpy() / (efficiency * ols.bse.to_numpy()))
     np.testing.assert_allclose(np.mean(ratios, axis=0), 1.0, atol=0.1)
@@ -174,7 +180,14 @@ def test_coverage_and_width(design: str, n: int, eps: float) -> None:
 
     def fit(data: pd.DataFrame, sim, seed: int):
         return dpstats.dp_ols(
-            sim.formula, data, eps=eps, delta=DELTA, method="tukey", random_state=seed, levels=sim.levels or None
+            sim.formula,
+            data,
+            eps=eps,
+            delta=DELTA,
+            method="tukey",
+            random_state=seed,
+            levels=sim.levels or None,
+            skew=0.0,
         )
 
     cell = coverage_cell(spec, n, REPS, fit, seed=23)
@@ -182,3 +195,51 @@ def test_coverage_and_width(design: str, n: int, eps: float) -> None:
     assert cell.failures == 0
     assert np.all((low <= cell.coverage) & (cell.coverage <= high)), cell.frame()
     assert np.all(cell.width_ratio <= 1.5), cell.frame()
+
+
+# --------------------------------------------------------------------------
+# The skew allowance
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ratio", [0.0, 0.3, 1.0, 2.5, 10.0])
+def test_bias_aware_factor_covers_a_bias_up_to_the_allowance(ratio: float) -> None:
+    c = inference.bias_aware_factor(np.array(ratio)) * inference.LEVEL_Z
+    assert stats.norm.cdf(c - ratio) - stats.norm.cdf(-c - ratio) == pytest.approx(0.95, abs=1e-9)
+    assert inference.LEVEL_Z - 1e-12 <= c <= ratio + inference.LEVEL_Z
+
+
+def test_skew_allowance_is_post_processing(engel) -> None:
+    def fit(skew: float):
+        return dpstats.dp_ols(
+            "foodexp ~ income", engel, eps=50.0, delta=DELTA, method="tukey", m=15, random_state=3, skew=skew
+        )
+
+    plain, allowed = fit(0.0), fit(inference.SKEW)
+    np.testing.assert_array_equal(plain.params.to_numpy(), allowed.params.to_numpy())
+    spreads = "log spread of the models (noisy)"
+    np.testing.assert_array_equal(plain.noisy_stats[spreads], allowed.noisy_stats[spreads])
+    assert plain.privacy == allowed.privacy
+    assert np.all(allowed.bse > plain.bse) and np.all(plain.noisy_stats["skew allowance"] == 0)
+
+
+def test_skew_allowance_widens_the_law_by_the_bias_aware_factor() -> None:
+    log_spreads, m, nu, t = np.log([0.5, 2.0]), 400, 24.0, td.restricted_depth(400)
+
+    def law(skew: float) -> inference.SpreadLaw:
+        return inference.spread_law(log_spreads, m, nu, t, 0.5, 0.2, inference.SkewAllowance(skew, 25))
+
+    plain, allowed = law(0.0), law(inference.SKEW)
+    scale = np.exp(log_spreads) / inference.t_quantiles(nu, np.array(0.75))
+    np.testing.assert_allclose(allowed.allowance, inference.SKEW * scale / 30.0, rtol=1e-12)
+    factor = inference.bias_aware_factor(allowed.allowance / plain.se)
+    np.testing.assert_allclose(allowed.se, plain.se * factor, rtol=1e-12)
+    assert plain.df == allowed.df and np.all(factor > 1)
+
+
+@pytest.mark.parametrize(("skew", "error"), [("3", TypeError), (True, TypeError), (-1.0, ValueError),
+                                              (float("nan"), ValueError), (float("inf"), ValueError)])  # fmt: skip
+def test_skew_is_checked_before_the_data_are_read(engel, skew: object, error: type) -> None:
+    with pytest.raises(error, match="skew"), recording() as draws:
+        dpstats.dp_ols("foodexp ~ income", engel, eps=1.0, delta=DELTA, method="tukey", skew=skew)
+    assert not draws

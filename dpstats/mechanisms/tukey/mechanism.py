@@ -3,7 +3,7 @@
 Amin, Joseph, Ribero, Vassilvitskii (2023), "Easy differentially private linear
 regression", Algorithm 2 (DPTukey), with the propose-test-release (PTR) step of
 Brown, Gaboardi, Smith, Ullman, Zakynthinou (2021), Algorithm 1 and Lemma 3.8.
-``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None, jackknife=True)``, and
+``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None, jackknife=True, skew=3.0)``, and
 ``dp_quantreg(..., q=tau, method="tukey")``, whose batches fit the tau-th
 regression quantile instead of OLS (dpstats/mechanisms/tukey/quantile_models.py;
 the proof below needs only that each model is a function of its own batch):
@@ -122,7 +122,7 @@ from .jackknife import batch_ols_jackknife
 from .models import BatchFit, batch_ols, partition_models
 from .quantile_models import quantile_batch_fit
 
-DEFAULTS: dict[str, object] = {"m": None, "jackknife": True}
+DEFAULTS: dict[str, object] = {"m": None, "jackknife": True, "skew": inference.SKEW}
 
 SE_NOTE = (
     "Standard errors and t intervals cover the sampling error of the aggregate of the m batch fits and the "
@@ -146,12 +146,18 @@ SAMPLE = "restricted exponential mechanism (Tukey depth)"
 
 
 def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
-    """Schema checks before the data are read: delta > 0, a valid ``m`` and a boolean ``jackknife``."""
+    """Schema checks before the data are read: delta > 0, a valid ``m``, a boolean ``jackknife`` and a finite
+    ``skew >= 0``."""
     refuse_rho(privacy, "tukey")
     if privacy.delta == 0:
         raise ValueError("method='tukey' is approximate DP (propose-test-release): it needs delta > 0")
     if not isinstance(options.get("jackknife", True), bool | np.bool_):
         raise TypeError("jackknife must be True or False")
+    skew = options.get("skew", inference.SKEW)
+    if isinstance(skew, bool) or not isinstance(skew, int | float | np.integer | np.floating):
+        raise TypeError("skew (the skewness the intervals' allowance covers) must be a number")
+    if not (math.isfinite(skew) and skew >= 0):
+        raise ValueError("skew must be finite and >= 0 (0: no allowance for the median's skew)")
     m = options.get("m")
     if m is None:
         return
@@ -188,10 +194,13 @@ def fit(
     m: int | None = None,
     jackknife: bool = True,
     q: float | None = None,
+    skew: float = inference.SKEW,
 ) -> Release:
     """Run the Tukey mechanism on ``design`` (see the module docstring), with its intervals (:mod:`.inference`):
     on batch OLS fits (jackknifed unless ``jackknife=False``: dpstats/mechanisms/tukey/jackknife.py), or on
-    batch q-th quantile regressions when ``q`` is given (``dp_quantreg``; not jackknifed)."""
+    batch q-th quantile regressions when ``q`` is given (``dp_quantreg``; not jackknifed). The intervals allow
+    for the median of fits whose rows have skewness up to ``skew`` (dpstats/mechanisms/tukey/inference.py,
+    step 3)."""
     n, d = design.n, design.n_columns
     share = privacy.share(inference.default_share(n, d, privacy.eps, privacy.delta, m))
     point_privacy = PrivacyRequest(privacy.eps * (1.0 - share), privacy.delta)
@@ -211,8 +220,15 @@ def fit(
     log_spreads = inference.release_spreads(rng, models, point, eps_spread)
     stats = {**stats, "log spread of the models (noisy)": log_spreads}
     law = inference.spread_law(
-        log_spreads, m, inference.degrees_of_freedom(n, m, d), info["t"], point_privacy.eps / 4, eps_spread
+        log_spreads,
+        m,
+        inference.degrees_of_freedom(n, m, d),
+        info["t"],
+        point_privacy.eps / 4,
+        eps_spread,
+        inference.SkewAllowance(float(skew), n // m),
     )
+    stats = {**stats, "skew allowance": law.allowance}
     replicates = law.replicates(noise.postprocessing_rng(rng), point)
     return Release(point, law.cov, spent, note, noisy_stats=stats, hyperparameters=info, replicates=replicates)
 
