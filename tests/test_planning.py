@@ -191,6 +191,25 @@ def test_predicted_error_falls_with_eps(n: int) -> None:
         assert devs[-1] < 0.5 * devs[0], (label, devs)
 
 
+@pytest.mark.parametrize("formula", ["y ~ x", "y ~ x + z", "y ~ x + z + C(g)"])
+@pytest.mark.parametrize("eps", [1.0, 1e9])
+def test_beyond_the_grid_errors_fall_no_faster_than_the_rates(formula: str, eps: float) -> None:
+    """Past the largest calibrated n (10,000), a deviation falls at most as 1/n and an error in standard errors
+    at most as n^-1/2, whatever the edge cells (a refused cell beside an answered one gives a steep slope)."""
+    bounds, levels = {"x": (0, 1), "z": (0, 1), "y": (0, 1)}, {"g": [str(k) for k in range(5)]}
+    for candidate in CANDIDATES:
+        facts = [_facts(formula, n, eps, bounds, levels, candidate.delta, candidate.estimator) for n in (10**4, 10**5)]
+        if candidate.refusal(facts[0]) is not None:
+            continue
+        edge, beyond = (predict(candidate, f) for f in facts)
+        if edge.refused:
+            continue
+        for floor, before, after in ((0.1, edge.dev, beyond.dev), (10**-0.5, edge.rel, beyond.rel)):
+            ratios = np.array(after) / np.array(before)
+            assert np.all((floor * (1 - 1e-9) <= ratios) & (ratios <= 1 + 1e-9)), (candidate.label, ratios)
+        assert beyond.failure <= edge.failure
+
+
 @pytest.mark.parametrize("n, eps", [(30, 0.1), (235, 1.0), (1000, 1.0), (10000, 10.0), (10**6, 1e6)])
 def test_auto_avoids_predicted_failures_and_unproven_mechanisms(n: int, eps: float) -> None:
     for formula in ("y ~ x", "y ~ x + z"):

@@ -25,7 +25,14 @@ A prediction interpolates log ``dev`` and log ``rel`` linearly in (log n,
 log eps, log d) or (log n, log eps, log L) between the grid's points and
 extends the edge slopes beyond them in n and towards small eps (eps above the
 grid, up to 1e9, and d or L are held at the grid's ends); failure rates are
-interpolated linearly. The calibration is the papers'
+interpolated linearly. Beyond the largest n the slope in log n is kept within
+what the rates allow (:data:`MAX_DECAY`): a deviation falls at most as 1/n
+(the privacy noise's rate; the sampling error falls as n^-1/2), in standard
+errors at most as n^-1/2 (a failure rate, linear, may fall at its edge slope; none rises). A steeper
+edge slope comes from a cell that failed or refused (CAP) beside one that did
+not, not from the mechanism: Tukey with 10 coefficients is refused at
+n = 3,000 and eps = 1 and answers at 10,000, and its unbounded slope predicted
+AER's CPS1988 (28,155 rows) at 0.23 non-private standard errors. The calibration is the papers'
 analyses made concrete: every rate in them is a power of n, eps and d, so the
 error is close to log-linear between the grid's points.
 
@@ -58,6 +65,9 @@ SEARCH_STEPS = 60
 
 CAP = 1e6
 """Errors of cells with no successful fit, for interpolation (they then dominate any mean)."""
+
+MAX_DECAY = {"dev": 1.0, "rel": 0.5, "failure": math.inf}
+"""The steepest fall in log n, per unit of log n, of each predicted quantity beyond the grid's largest n."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +187,18 @@ def _nearest(axis: np.ndarray, value: float) -> int:
     return int(np.argmin(np.abs(axis - value)))
 
 
-def _interpolate(values: np.ndarray, grid: _Grid, point: tuple[float, float, float]) -> np.ndarray:
+def _interpolate(values: np.ndarray, grid: _Grid, point: tuple[float, float, float], max_decay: float) -> np.ndarray:
+    """``values`` at ``point``; beyond the largest n, along the edge slope in log n bounded by ``max_decay``."""
+    ns = grid.axes[0]
+    if ns.size == 1 or point[0] <= ns[-1]:
+        return _interpolate_inside(values, grid, point)
+    top = _interpolate_inside(values, grid, (ns[-1], point[1], point[2]))
+    below = _interpolate_inside(values, grid, (ns[-2], point[1], point[2]))
+    slope = np.clip((top - below) / (ns[-1] - ns[-2]), -max_decay, 0.0)
+    return top + slope * (point[0] - ns[-1])
+
+
+def _interpolate_inside(values: np.ndarray, grid: _Grid, point: tuple[float, float, float]) -> np.ndarray:
     out = 0.0
     wn = _weights(grid.axes[0], point[0], extend=True)
     we = _weights(grid.axes[1], point[1], extend=point[1] < grid.axes[1][0])
@@ -230,7 +251,7 @@ def predict(candidate: Candidate, facts: PublicFacts) -> Prediction:
     )
     if grid.refused[nearest]:
         return Prediction(candidate.label, (math.inf,), (math.inf,), 1.0, refused=True)
-    dev = np.minimum(np.exp(_interpolate(grid.dev, grid, point)), CAP)
-    rel = np.minimum(np.exp(_interpolate(grid.rel, grid, point)), CAP)
-    failure = float(np.clip(_interpolate(grid.failure, grid, point), 0.0, 1.0))
+    dev = np.minimum(np.exp(_interpolate(grid.dev, grid, point, MAX_DECAY["dev"])), CAP)
+    rel = np.minimum(np.exp(_interpolate(grid.rel, grid, point, MAX_DECAY["rel"])), CAP)
+    failure = float(np.clip(_interpolate(grid.failure, grid, point, MAX_DECAY["failure"]), 0.0, 1.0))
     return Prediction(candidate.label, tuple(map(float, dev)), tuple(map(float, rel)), failure)
