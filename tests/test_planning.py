@@ -35,7 +35,7 @@ from dpstats.planning.error_model import (
     reference,
 )
 from dpstats.planning.facts import PublicFacts
-from dpstats.planning.selection import MAX_FAILURE, choose
+from dpstats.planning.selection import MAX_FAILURE, NEGLIGIBLE_REL, USABLE_REL, choose
 
 ENGEL_BOUNDS = {"income": (0, 5000), "foodexp": (0, 2500)}
 WAGE = "np.log(wage) ~ education + experience + I(experience**2) + C(gender) + C(union) + C(married) + C(sector)"
@@ -235,6 +235,20 @@ def test_auto_median_regression_takes_tukey_at_large_n_given_delta(eps: float) -
     assert pure.method == "histogram"
     assert approximate.method == "tukey"
     assert next(p for p in approximate.predictions if p.label == "tukey (median)").typical_rel <= 2.0
+
+
+def test_auto_keeps_a_biased_candidate_whose_whole_error_is_negligible() -> None:
+    """Engel's median at eps = 1e9 given delta: Tukey is usable (unbiased, within USABLE_REL) and would evict
+    the histogram, whose predicted error, bias floor included, is within NEGLIGIBLE_REL: the histogram stays
+    and wins (measured on engel: 0.01-0.08 QuantReg standard errors, Tukey's 1.3-2.3)."""
+    engel = {"x": ENGEL_BOUNDS["income"], "y": ENGEL_BOUNDS["foodexp"]}
+    facts = _facts("y ~ x", 235, 1e9, engel, delta=1e-6, estimator="quantreg")
+    predictions = {p.label: p for p in choose(facts).predictions}
+    assert predictions["tukey (median)"].typical_rel <= USABLE_REL
+    assert predictions["histogram (median)"].typical_rel <= NEGLIGIBLE_REL
+    assert choose(facts).method == "histogram"
+    coarse = _facts("y ~ x", 235, 1.0, engel, delta=1e-6, estimator="quantreg")
+    assert all(p.typical_rel > NEGLIGIBLE_REL for p in choose(coarse).predictions if p.label == "histogram (median)")
 
 
 def test_auto_runs_the_chosen_mechanism_and_says_why(engel) -> None:
