@@ -20,7 +20,10 @@ documentation, never from the rows:
 For each regression x estimator x mechanism (auto pure and with delta = 1e-6 included) x eps in ``--eps``, over
 ``--seeds`` seeds: for the coefficients whose non-private |t| is at least ``--strong`` (5), the median over seeds of
 the relative error against OLS (QuantReg at the median), the worst over those coefficients; the share of seeds
-whose 95% interval covers the non-private value (the worst coefficient); the failures and auto's refusals
+whose 95% interval covers the non-private value (the worst coefficient), over the fits that report a finite
+interval (a fit without standard errors, e.g. Tukey where the spreads are unaffordable, says so and is counted in
+``no CI``); ``ok cover``, the same over the fits whose status is "ok" (a fit flagged "biased" names the bias its
+interval does not cover, ``biased`` counts them); the failures and auto's refusals
 (before spending; dpstats/planning/refusal.py); ``pred/real``, compare_methods' predicted "error" of the
 coefficient its prediction is of (dpstats/planning/error_model.error_term) over that coefficient's realized
 median error; the seconds per fit and their ratio to statsmodels' OLS (QuantReg) on the same regression
@@ -130,7 +133,8 @@ class Cell:
     """One (regression, estimator, method, eps) over the seeds."""
 
     errors: list[np.ndarray] = field(default_factory=list)
-    covered: list[np.ndarray] = field(default_factory=list)
+    covered: list[np.ndarray] = field(default_factory=list)  # NaN where the fit reports no finite interval
+    biased: list[bool] = field(default_factory=list)
     failed: int = 0
     refused: int = 0
     seconds: float = 0.0
@@ -162,7 +166,10 @@ def run_cell(reg: Regression, data: pd.DataFrame, estimator: str, method: str, e
         params = res.params[reference.index].to_numpy()
         ci = res.conf_int(0.05).loc[reference.index]
         cell.errors.append(np.abs(params - reference.to_numpy()) / np.abs(reference.to_numpy()))
-        cell.covered.append(((ci["lower"] <= reference) & (reference <= ci["upper"])).to_numpy())
+        covers = ((ci["lower"] <= reference) & (reference <= ci["upper"])).to_numpy(dtype=float)
+        finite = np.isfinite(ci["lower"].to_numpy()) | np.isfinite(ci["upper"].to_numpy())
+        cell.covered.append(np.where(finite, covers, np.nan))
+        cell.biased.append(res.status == "biased")
     return cell
 
 
@@ -174,8 +181,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", nargs="+", default=None)
     parser.add_argument("--strong", type=float, default=5.0)
     args = parser.parse_args(argv)
-    print(f"{'data':<11} {'n':>6} {'est':<8} {'method':<12} {'eps':>6} {'rel err':>8} {'cover':>6} {'fail':>5} "
-          f"{'refuse':>6} {'pred/real':>9} {'s/fit':>6} {'x sm':>5}  chose")  # fmt: skip
+    print(f"{'data':<11} {'n':>6} {'est':<8} {'method':<12} {'eps':>6} {'rel err':>8} {'cover':>6} "
+          f"{'ok cover':>8} {'biased':>6} {'no CI':>5} {'fail':>5} {'refuse':>6} {'pred/real':>9} {'s/fit':>6} "
+          f"{'x sm':>5}  chose")  # fmt: skip
     for reg in REGRESSIONS:
         if reg.name not in args.data:
             continue
@@ -215,11 +223,24 @@ def row(reg: Regression, data: pd.DataFrame, estimator: str, method: str, eps: f
     """One printed line: the worst strong coefficient's median relative error and coverage, and the rest."""
     released = bool(cell.errors) and strong.any()  # every seed failed or was refused: nothing to measure
     worst_error = float(np.max(np.median(np.array(cell.errors)[:, strong], axis=0))) if released else math.nan
-    worst_cover = float(np.min(np.mean(np.array(cell.covered)[:, strong], axis=0))) if released else math.nan
+    covered = np.array(cell.covered)[:, strong] if released else np.empty((0, 0))
+    ok = ~np.array(cell.biased, dtype=bool)
+    worst_cover, ok_cover = worst_coverage(covered), worst_coverage(covered[ok] if released else covered)
+    no_interval = int(np.isnan(covered).all(axis=1).sum()) if released else 0
     ratio = prediction_ratio(reg, data, estimator, method, eps, cell, public)
     return (f"{reg.name:<11} {len(data):>6} {estimator:<8} {method:<12} {eps:>6g} {worst_error:>8.3f} "
-            f"{worst_cover:>6.2f} {cell.failed:>5} {cell.refused:>6} {ratio:>9.2f} "
-            f"{cell.seconds / max(cell.runs, 1):>6.2f}  {','.join(sorted(cell.chose))}")  # fmt: skip
+            f"{worst_cover:>6.2f} {ok_cover:>8.2f} {sum(cell.biased):>6} {no_interval:>5} {cell.failed:>5} "
+            f"{cell.refused:>6} {ratio:>9.2f} {cell.seconds / max(cell.runs, 1):>6.2f}  "
+            f"{','.join(sorted(cell.chose))}")  # fmt: skip
+
+
+def worst_coverage(covered: np.ndarray) -> float:
+    """The smallest, over the coefficients, share of the fits with a finite interval that cover (NaN: none)."""
+    counted = np.isfinite(covered).sum(axis=0) if covered.size else np.zeros(0)
+    if not counted.any():
+        return math.nan
+    with np.errstate(invalid="ignore"):
+        return float(np.nanmin(np.nansum(covered, axis=0) / np.where(counted > 0, counted, np.nan)))
 
 
 def prediction_ratio(reg: Regression, data: pd.DataFrame, estimator: str, method: str, eps: float, cell: Cell,
