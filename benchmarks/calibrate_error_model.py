@@ -48,7 +48,7 @@ its ``datasets`` (the table's top-level ``datasets`` is that of cells without
 the key).
 
     python benchmarks/calibrate_error_model.py [--datasets 24] [--jobs 2] [--quick] [--only LABEL ...]
-        [--family continuous|categorical] [--levels L ...] [--failing]
+        [--family continuous|categorical] [--levels L ...] [--dims d ...] [--failing]
 
 On a shared machine run it with ``OPENBLAS_NUM_THREADS=1``: the histogram's
 intervals (part of its fit) eigen-decompose a matrix with a row per cell, which
@@ -58,8 +58,8 @@ minutes on 2 shared cores: 227 s for L in {3, 10}, 868 s for L = 30 (the
 histogram with 30 levels is most of it).
 
 ``--quick`` runs a small grid (for checking the script, not for the table).
-``--only``, ``--family`` and ``--levels`` run the cells of the named candidates,
-family and levels (after a change to a mechanism, or for a new candidate or
+``--only``, ``--family``, ``--levels`` and ``--dims`` run the cells of the named candidates,
+family, levels and continuous dimensions (after a change to a mechanism, or for a new candidate or
 family) and replace them in the table, or add them to it when the table has no
 such cell. ``--failing`` runs only the cells whose entry records a failed fit:
 after a change to what a failed fit does (the histogram's fallback to
@@ -281,6 +281,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", metavar="LABEL", choices=[c.label for c in CANDIDATES])
     parser.add_argument("--family", choices=FAMILIES, help="run only this family's cells (default: both)")
     parser.add_argument("--levels", nargs="+", type=int, choices=LEVELS, help="run only these categorical cells")
+    parser.add_argument("--dims", nargs="+", type=int, choices=DIMENSIONS, help="run only these continuous cells")
     parser.add_argument("--failing", action="store_true", help="run only the cells whose table entry has failures")
     args = parser.parse_args()
     tasks = grid_tasks(args.quick, args.datasets)
@@ -290,10 +291,12 @@ def main() -> None:
         tasks = [task for task in tasks if (task[4] > 0) == (args.family == "categorical")]
     if args.levels:
         tasks = [task for task in tasks if task[4] in args.levels]
+    if args.dims:
+        tasks = [task for task in tasks if task[4] == 0 and task[3] in args.dims]
     if args.failing:
         failing = {_key(c) for c in json.loads(TABLE.read_text())["cells"] if not c["refused"] and _failed(c)}
         tasks = [task for task in tasks if (task[0].label, task[1], task[2], task[3], task[4]) in failing]
-    partial = bool(args.only or args.family or args.levels or args.failing) and not args.quick
+    partial = bool(args.only or args.family or args.levels or args.dims or args.failing) and not args.quick
     start = time.perf_counter()
     cells = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:

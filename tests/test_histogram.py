@@ -30,6 +30,7 @@ import dpstats
 from dpstats.api import histogram_release as hg
 from dpstats.api.histogram_release import noisy_histogram
 from dpstats.mechanisms.histogram.layout import (
+    MAX_CELLS_PER_ROW,
     MAX_DEFAULT_CELLS,
     NOISE_MASS,
     Axis,
@@ -165,7 +166,7 @@ def test_default_bins_cap_the_noise_mass_of_the_empty_cells() -> None:
     n = 6,366 and eps = 1 (statsmodels' fair data), three times Lei's minimum gives 26,244 cells whose noise
     alone would weigh 9,400 expected rows. The cap keeps the empty cells' expected weight within
     NOISE_MASS n (K >= 2), and leaves the two-axis designs of the coverage benchmark as they were; where the
-    noise is negligible, the cells number at most MAX_DEFAULT_CELLS."""
+    noise is negligible, the cells number at most MAX_DEFAULT_CELLS and MAX_CELLS_PER_ROW n."""
     n, free, fixed, eps = 6366, 4, 4, 1.0
     weight = empty_cell_weight(n, eps, "enhanced")
     assert 3 * lei_bins(n, free, fixed, eps) == 9 and cell_count(9, free, fixed) * weight > n
@@ -175,7 +176,9 @@ def test_default_bins_cap_the_noise_mass_of_the_empty_cells() -> None:
     assert ended <= k and cell_count(ended, free, fixed, ended_axes=1) * weight <= NOISE_MASS * n
     assert default_bins(1000, 11, 1, 1.0) == 2  # the floor, even above the cap
     # little noise, ten regressors: the noise allows K = 4 (4.2 million cells); at most MAX_DEFAULT_CELLS
-    assert default_bins(3000, 11, 1, 1e4) == 3 and cell_count(3, 11, 1) <= MAX_DEFAULT_CELLS < cell_count(4, 11, 1)
+    assert default_bins(30_000, 11, 1, 1e4) == 3 and cell_count(3, 11, 1) <= MAX_DEFAULT_CELLS < cell_count(4, 11, 1)
+    # and at most MAX_CELLS_PER_ROW per row: 3^11 cells are 59 a row at n = 3,000
+    assert default_bins(3000, 11, 1, 1e4) == 2 and cell_count(2, 11, 1) <= MAX_CELLS_PER_ROW * 3000
     for n, eps in ((1000, 1.0), (10_000, 5.0)):
         assert default_bins(n, 2, 1, eps, "quantreg") == 3 * lei_bins(n, 2, 1, eps)
 
