@@ -32,8 +32,13 @@ no move has a step size:
 Every line move takes the chord of Theta through the current point (exact,
 :func:`l1_ball_chord`) and draws from the *exact* conditional density on it.
 On a line the quantile gradient is piecewise constant (n breakpoints): the
-conditional is drawn exactly with only a window of the breakpoints sorted and
-the tails beyond it drawn by rejection (:meth:`QuantileTarget.sample_line`).
+conditional is drawn exactly with only the breakpoints of a window around the
+current point looked at, counted into buckets whose sums give g exactly at
+their edges and bound it inside, only the buckets that can hold mass sorted
+into exact pieces, and the other buckets and the tails beyond the window
+drawn by rejection from their bounds (:meth:`QuantileTarget.sample_line`).
+A chain's next move starts from the residuals and gradient its last move
+left (:class:`_Walkers`), not from a product with the data.
 The least-squares ``||a + t b||_K`` is piecewise linear for l1 and linf, so the
 conditional is piecewise log-linear and is sampled exactly
 (:func:`sample_piecewise_exponential`: Gumbel-max over the pieces, then an
@@ -67,10 +72,10 @@ KAPPA = 0.25
 L2_TRIES = 32
 #: Tangent offsets (in units of 1/c above the minimum) of the l2 envelope.
 _L2_OFFSETS = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
-#: Quantile lines with more rows than this sort only a window of their cuts, placed from a stride sample
+#: Quantile lines with more rows than this look only at a window of their cuts, placed from a stride sample
 #: of about this many rows (:func:`_sampled_window`; a speed setting: every value gives exact draws).
 WINDOW_SAMPLE = 512
-#: The window is meant to hold every t whose density is within e^-NEGLIGIBLE of the largest on it.
+#: The window is meant to hold every t whose density is within e^-NEGLIGIBLE of the largest at its bucket edges.
 NEGLIGIBLE = 20.0
 #: The sampled window reaches WINDOW_MARGIN times as far as needed, plus WINDOW_EXTRA sampled cuts;
 #: an end that falls short moves out at least WINDOW_GROWTH times the window's length (QuantileTarget.sample_line).
@@ -509,15 +514,13 @@ def _buckets(
     the buckets in between (one pass over the window's cuts, no sorting).
     """
     k, d = g_0.shape
-    cuts = np.diff(np.searchsorted(window.line, np.arange(k + 1)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        step = (t_b - t_a) / np.maximum(-(-cuts // BUCKET_CUTS), 1)
-        left, right = np.ceil(-t_a / step), np.ceil(t_b / step)
-    left, right = np.nan_to_num(left).astype(np.intp), np.nan_to_num(right).astype(np.intp)
-    edges = _bucket_edges(t_a, t_b, step, left, left + right)
+    edges, step, left = _bucket_grid(window.line, t_a, t_b)
     at = _bucket_of(window, edges, step, left)
-    moves = np.take(target.XT, window.row, axis=1) * window.sign
-    sums = np.stack([np.bincount(at, m, minlength=edges.size) for m in moves], axis=-1).reshape(*edges.shape, d)
+    moves = np.take(target.XT, window.row, axis=1)
+    moves *= window.sign
+    sums = np.zeros((*edges.shape, d))
+    for j, m in enumerate(moves):  # each bincount is float, also when the window holds no cut
+        sums[..., j] = np.bincount(at, m, minlength=edges.size).reshape(edges.shape)
     count = np.bincount(at, minlength=edges.size).reshape(edges.shape)
     g = np.zeros_like(sums)
     np.cumsum(sums[:, :-1], axis=1, out=g[:, 1:])
@@ -525,6 +528,16 @@ def _buckets(
     bound = np.full(edges.shape, np.inf)
     bound[:, :-1] = _bucket_bounds(target, g, sums[:, :-1], count[:, :-1])
     return _Buckets(edges, g, bound, k_norm(g, target.norm).min(axis=1), at)
+
+
+def _bucket_grid(line: np.ndarray, t_a: np.ndarray, t_b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(edges, step, left)``: an even grid through 0 on each line's window, about :data:`BUCKET_CUTS` of the
+    window's cuts (``line``: the line of each, nondecreasing) a bucket, ``left`` buckets below 0."""
+    cuts = np.diff(np.searchsorted(line, np.arange(t_a.size + 1)))
+    step = (t_b - t_a) / np.maximum(-(-cuts // BUCKET_CUTS), 1)
+    step = np.where(step > 0.0, step, 1.0)  # a window of length 0 holds no cuts and gets no bucket
+    left, right = np.ceil(-t_a / step).astype(np.intp), np.ceil(t_b / step).astype(np.intp)
+    return _bucket_edges(t_a, t_b, step, left, left + right), step, left
 
 
 def _bucket_edges(t_a: np.ndarray, t_b: np.ndarray, step: np.ndarray, left: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -544,10 +557,8 @@ def _bucket_of(window: _WindowCuts, edges: np.ndarray, step: np.ndarray, left: n
     A guess from the grid, ``j = left + ceil(t / step) - 1``, then exact comparisons with the edges.
     """
     width = edges.shape[1]
-    with np.errstate(divide="ignore"):
-        scale = 1.0 / step
     start = window.line * width
-    guess = window.value * scale[window.line]
+    guess = window.value * (1.0 / step)[window.line]
     guess += (np.arange(left.size) * width + left - 1)[window.line]
     at = np.maximum(np.ceil(guess).astype(np.intp), start)
     flat = edges.ravel()
@@ -640,10 +651,10 @@ def _exact_pieces(target: QuantileTarget, window: _WindowCuts, buckets: _Buckets
     ``g`` at that edge there) and one from each cut to the next or to its last edge.
     """
     keep = np.flatnonzero(sort[buckets.at])
-    order = keep[np.argsort(window.value[keep])]
-    order = order[np.argsort(window.line[order], kind="stable")]
+    order = keep[_by_line_and_value(window.line[keep], window.value[keep], buckets.edges.shape[0])]
     at, value = buckets.at[order], window.value[order]
-    moves = np.take(target.XT, window.row[order], axis=1) * window.sign[order]
+    moves = np.take(target.XT, window.row[order], axis=1)
+    moves *= window.sign[order]
     running = np.cumsum(moves, axis=1)
     first = np.ones(at.size, dtype=bool)
     first[1:] = at[1:] != at[:-1]
@@ -664,6 +675,17 @@ def _exact_pieces(target: QuantileTarget, window: _WindowCuts, buckets: _Buckets
         np.concatenate([k_norm(edge_g[heads], target.norm), k_norm(g, target.norm)]),
         np.ones(heads.size + at.size, dtype=bool),
     )
+
+
+def _by_line_and_value(line: np.ndarray, value: np.ndarray, lines: int) -> np.ndarray:
+    """The order of entries grouped by ``line`` (nondecreasing) that sorts each line's values: one row of a
+    padded array per line, sorted row by row (fast for many short lines as for a few long ones)."""
+    counts = np.bincount(line, minlength=lines)
+    starts = np.cumsum(counts) - counts
+    rows = np.full((lines, counts.max(initial=0)), np.inf)
+    rows[line, np.arange(line.size) - starts[line]] = value
+    order = np.argsort(rows, axis=1) + starts[:, None]
+    return order[np.arange(rows.shape[1])[None, :] < counts[:, None]]
 
 
 def _gumbel_max(rng: np.random.Generator, group: np.ndarray, log_mass: np.ndarray, groups: int) -> np.ndarray:
