@@ -168,6 +168,19 @@ def test_quantile_line_draw_is_exact(windowed: None, norm: str, c: float, theta:
     assert not ks_check(line_draws(target, theta_, u, 0), line_cdf(target, theta_, u)).rejected
 
 
+def test_quantile_line_draw_is_exact_with_repeated_rows(windowed: None) -> None:
+    """Rows repeated 1 to 3 times (the target keeps each distinct row once, with its multiplicity): the line draw
+    still has the exact CDF of the density over all the rows."""
+    X, v = small_data(LINE_ROWS // 2, 13)
+    repeats = np.random.default_rng(13).integers(1, 4, v.size)
+    X, v = np.repeat(X, repeats, axis=0), np.repeat(v, repeats)
+    target = kng_sampler.QuantileTarget(X, v, 0.5, 1.0, "linf")
+    assert target.v.size == LINE_ROWS // 2 and target.weight.sum() == v.size
+    theta, u = np.array([0.2, 0.5]), np.array([np.cos(0.4), np.sin(0.4)])
+    np.testing.assert_allclose(target.gradient(theta[None])[0], (v <= X @ theta) @ X - 0.5 * X.sum(axis=0))
+    assert not ks_check(line_draws(target, theta, u, 0), line_cdf(target, theta, u)).rejected
+
+
 def test_quantile_line_tails_are_drawn_exactly(windowed: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """A window forced to hold the middle third of the mass: most draws go through the tails' rejection step."""
     X, v = small_data(LINE_ROWS, 7)
@@ -284,10 +297,11 @@ def test_quantile_chain_keeps_its_walkers_exactly() -> None:
     target = kng_sampler.QuantileTarget(X, v, 0.5, 1.0, "linf")
     kng_sampler.run_chains(np.random.default_rng(10), target, 2, 2.0, 20, chains=5)
     (kept,) = target.walkers.values()
-    np.testing.assert_allclose(kept.r, v - kept.theta @ X.T, atol=1e-12)
+    np.testing.assert_allclose(kept.r, target.v - kept.theta @ target.XT, atol=1e-12)
     np.testing.assert_array_equal(kept.below, kept.r <= 0.0)
-    np.testing.assert_allclose(kept.g, kept.below @ X - 0.5 * X.sum(axis=0), atol=1e-9)
-    np.testing.assert_allclose(kept.g, target.gradient(kept.theta), atol=1e-9)
+    every_row = (v[None, :] <= kept.theta @ X.T) @ X - 0.5 * X.sum(axis=0)
+    np.testing.assert_allclose(kept.g, every_row, atol=1e-9)
+    np.testing.assert_allclose(target.gradient(kept.theta), every_row, atol=1e-9)
 
 
 # --------------------------------------------------------------------------

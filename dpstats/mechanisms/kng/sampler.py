@@ -273,17 +273,25 @@ class _Walkers:
 
 @dataclass(frozen=True)
 class QuantileTarget:
-    """``g(theta) = sum_i x_i (1{y_i <= x_i'theta} - tau)`` (section 4.5)."""
+    """``g(theta) = sum_i x_i (1{y_i <= x_i'theta} - tau)`` (section 4.5).
+
+    Identical rows (x and y) cross the fit together, so g is kept as a sum over
+    the distinct rows, each with its multiplicity: the same function of theta
+    with fewer rows to pass over (discrete data have many ties).
+    """
 
     X: np.ndarray
     y: np.ndarray
     tau: float
     c: float
     norm: str
-    #: ``X'`` stored row-major, so that the products with it are contiguous passes. They are
-    #: ``np.einsum`` loops, not BLAS: with a dimension of size d, a threaded BLAS on a busy machine is
-    #: slower than the loop by orders of magnitude (8 ms against 0.3 ms for 6 lines at n = 10^5).
+    #: The distinct rows of X, transposed and stored row-major, so that the products with it are contiguous
+    #: passes. They are ``np.einsum`` loops, not BLAS: with a dimension of size d, a threaded BLAS on a busy
+    #: machine is slower than the loop by orders of magnitude (8 ms against 0.3 ms for 6 lines at n = 10^5).
     XT: np.ndarray = field(init=False, repr=False, compare=False)
+    #: The distinct rows' responses and how many rows each stands for.
+    v: np.ndarray = field(init=False, repr=False, compare=False)
+    weight: np.ndarray = field(init=False, repr=False, compare=False)
     #: ``tau sum_i x_i``: g is the sum of the rows below the fit minus this.
     offset: np.ndarray = field(init=False, repr=False, compare=False)
     #: ``max_i |x_ij|`` per coordinate: no cut moves ``g_j`` further (the buckets' bounds, :func:`_bucket_bounds`).
@@ -295,13 +303,16 @@ class QuantileTarget:
     walkers: dict[int, _Walkers] = field(init=False, default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "XT", np.ascontiguousarray(self.X.T, dtype=float))
-        object.__setattr__(self, "offset", self.tau * self.XT.sum(axis=1))
+        rows, weight = np.unique(np.column_stack([self.X, self.y]).astype(float), axis=0, return_counts=True)
+        object.__setattr__(self, "XT", np.ascontiguousarray(rows[:, :-1].T))
+        object.__setattr__(self, "v", np.ascontiguousarray(rows[:, -1]))
+        object.__setattr__(self, "weight", weight.astype(float))
+        object.__setattr__(self, "offset", self.tau * self.XT @ self.weight)
         object.__setattr__(self, "x_max", np.abs(self.XT).max(axis=1, initial=0.0))
 
     def gradient(self, theta: np.ndarray) -> np.ndarray:
         """Gradients at the rows of ``theta``."""
-        below = (self.y[None, :] <= np.einsum("kd,dn->kn", theta, self.XT)).astype(float)
+        below = (self.v[None, :] <= np.einsum("kd,dn->kn", theta, self.XT)) * self.weight
         return np.einsum("kn,dn->kd", below, self.XT) - self.offset
 
     def utility(self, theta: np.ndarray) -> np.ndarray:
@@ -310,7 +321,7 @@ class QuantileTarget:
 
     def gradient_on_line(self, r: np.ndarray, a: np.ndarray, t: np.ndarray) -> np.ndarray:
         """g at ``theta + t u`` per line, from ``r = y - X theta`` and ``a = X u`` (one line per row)."""
-        return np.einsum("kn,dn->kd", (r <= t[:, None] * a).astype(float), self.XT) - self.offset
+        return np.einsum("kn,dn->kd", (r <= t[:, None] * a) * self.weight, self.XT) - self.offset
 
     def sample_line(
         self, rng: np.random.Generator, theta: np.ndarray, u: np.ndarray, t_lo: np.ndarray, t_hi: np.ndarray
@@ -344,9 +355,9 @@ class QuantileTarget:
         walkers = self._walkers(theta)
         a, cuts, mask = self._lines(walkers.r, u)
         g_0, dual = walkers.g, k_norm(u, DUAL_NORM[self.norm])
-        if self.y.size > WINDOW_SAMPLE:
+        if self.v.size > WINDOW_SAMPLE:
             reach = dual * (k_norm(g_0, self.norm) + NEGLIGIBLE / self.c)
-            t_a, t_b = _sampled_window(a, cuts, (g_0 * u).sum(axis=1), reach, t_lo, t_hi)
+            t_a, t_b = _sampled_window(a, cuts, (g_0 * u).sum(axis=1), reach, t_lo, t_hi, self.weight)
         else:
             t_a, t_b = t_lo, t_hi
         t_a, t_b = np.minimum(t_a, 0.0), np.maximum(t_b, 0.0)
@@ -370,9 +381,9 @@ class QuantileTarget:
         kept = self.walkers.get(theta.shape[0])
         if kept is not None and np.array_equal(kept.theta, theta):
             return kept
-        r = self.y - np.einsum("kd,dn->kn", theta, self.XT)
+        r = self.v - np.einsum("kd,dn->kn", theta, self.XT)
         below = r <= 0.0
-        g = np.einsum("kn,dn->kd", below.astype(float), self.XT) - self.offset
+        g = np.einsum("kn,dn->kd", below * self.weight, self.XT) - self.offset
         self.walkers[theta.shape[0]] = walkers = _Walkers(theta, r, below, g)
         return walkers
 
@@ -381,7 +392,7 @@ class QuantileTarget:
         :attr:`scratch`)."""
         k = r.shape[0]
         if k not in self.scratch:
-            self.scratch[k] = (*(np.empty((k, self.y.size)) for _ in range(2)), np.empty((k, self.y.size), dtype=bool))
+            self.scratch[k] = (*(np.empty((k, self.v.size)) for _ in range(2)), np.empty((k, self.v.size), dtype=bool))
         a, cuts, mask = self.scratch[k]
         np.einsum("kd,dn->kn", u, self.XT, out=a)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -395,17 +406,23 @@ class QuantileTarget:
         now = np.less_equal(walkers.r, 0.0, out=mask)
         changed = np.flatnonzero(np.not_equal(now, walkers.below, out=walkers.below))
         np.copyto(walkers.below, now)
-        line, row = np.divmod(changed, self.y.size)
-        moves = np.take(self.XT, row, axis=1) * np.where(now.ravel()[changed], 1.0, -1.0)
+        line, row = np.divmod(changed, self.v.size)
+        moves = np.take(self.XT, row, axis=1) * np.where(now.ravel()[changed], 1.0, -1.0) * self.weight[row]
         walkers.g += np.stack([np.bincount(line, m, minlength=t.size) for m in moves], axis=1)
 
 
 def _sampled_window(
-    a: np.ndarray, cuts: np.ndarray, h_0: np.ndarray, reach: np.ndarray, t_lo: np.ndarray, t_hi: np.ndarray
+    a: np.ndarray,
+    cuts: np.ndarray,
+    h_0: np.ndarray,
+    reach: np.ndarray,
+    t_lo: np.ndarray,
+    t_hi: np.ndarray,
+    weight: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(t_a, t_b)``: a window placed from every s-th row's cut, ``s = n // WINDOW_SAMPLE``.
 
-    The sampled cuts inside the chord, in order, each adding ``s |a_i|``,
+    The sampled cuts inside the chord, in order, each adding ``s |a_i|`` times the row's ``weight``,
     give h approximately on the line (exactly ``h_0`` at t = 0); the window
     is where it lies within ``-+ WINDOW_MARGIN reach`` (around the minimum of
     the loss on the line, where h crosses 0), widened by :data:`WINDOW_EXTRA`
@@ -422,7 +439,9 @@ def _sampled_window(
     )
     h = np.zeros((order.shape[0], order.shape[1] + 1))  # h on the piece after j sampled cuts
     np.cumsum(
-        np.where(inside, stride * np.abs(np.take_along_axis(a[:, ::stride], order, 1)), 0.0), axis=1, out=h[:, 1:]
+        np.where(inside, stride * np.take_along_axis(np.abs(a[:, ::stride]) * weight[::stride], order, 1), 0.0),
+        axis=1,
+        out=h[:, 1:],
     )
     rows = np.arange(h.shape[0])
     h += (h_0 - h[rows, np.count_nonzero(inside & (position[:, 1:-1] <= 0.0), axis=1)])[:, None]
@@ -516,12 +535,13 @@ def _buckets(
     k, d = g_0.shape
     edges, step, left = _bucket_grid(window.line, t_a, t_b)
     at = _bucket_of(window, edges, step, left)
+    weight = target.weight[window.row]
     moves = np.take(target.XT, window.row, axis=1)
-    moves *= window.sign
+    moves *= window.sign * weight
     sums = np.zeros((*edges.shape, d))
     for j, m in enumerate(moves):  # each bincount is float, also when the window holds no cut
         sums[..., j] = np.bincount(at, m, minlength=edges.size).reshape(edges.shape)
-    count = np.bincount(at, minlength=edges.size).reshape(edges.shape)
+    count = np.bincount(at, weight, minlength=edges.size).reshape(edges.shape)
     g = np.zeros_like(sums)
     np.cumsum(sums[:, :-1], axis=1, out=g[:, 1:])
     g += (g_0 - g[np.arange(k), left])[:, None, :]
@@ -573,8 +593,9 @@ def _bucket_bounds(target: QuantileTarget, g: np.ndarray, sums: np.ndarray, coun
     """A lower bound of ``||g||_K`` on each bucket, from the box that holds g there.
 
     Inside bucket j, g walks from ``g[:, j]`` to ``g[:, j + 1]`` by the moves
-    of its cuts, each at most ``x_max`` in coordinate l, so the walk's total
-    variation in l is at most ``count x_max_l`` and ``g_l`` stays within
+    of its cuts, each at most ``x_max`` in coordinate l per row it stands for,
+    so with ``count`` rows the walk's total variation in l is at most
+    ``count x_max_l`` and ``g_l`` stays within
     ``(count x_max_l - |sum_l|) / 2`` of the interval between the two ends. The
     K-norm's smallest value on that box is the norm of each coordinate's
     distance from 0.
@@ -654,7 +675,7 @@ def _exact_pieces(target: QuantileTarget, window: _WindowCuts, buckets: _Buckets
     order = keep[_by_line_and_value(window.line[keep], window.value[keep], buckets.edges.shape[0])]
     at, value = buckets.at[order], window.value[order]
     moves = np.take(target.XT, window.row[order], axis=1)
-    moves *= window.sign[order]
+    moves *= window.sign[order] * target.weight[window.row[order]]
     running = np.cumsum(moves, axis=1)
     first = np.ones(at.size, dtype=bool)
     first[1:] = at[1:] != at[:-1]
