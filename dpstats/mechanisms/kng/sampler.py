@@ -303,7 +303,7 @@ class QuantileTarget:
     walkers: dict[int, _Walkers] = field(init=False, default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        rows, weight = np.unique(np.column_stack([self.X, self.y]).astype(float), axis=0, return_counts=True)
+        rows, weight = _distinct_rows(np.column_stack([self.X, self.y]).astype(float))
         object.__setattr__(self, "XT", np.ascontiguousarray(rows[:, :-1].T))
         object.__setattr__(self, "v", np.ascontiguousarray(rows[:, -1]))
         object.__setattr__(self, "weight", weight.astype(float))
@@ -409,6 +409,15 @@ class QuantileTarget:
         line, row = np.divmod(changed, self.v.size)
         moves = np.take(self.XT, row, axis=1) * np.where(now.ravel()[changed], 1.0, -1.0) * self.weight[row]
         walkers.g += np.stack([np.bincount(line, m, minlength=t.size) for m in moves], axis=1)
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``rows`` (sorted) and how many times each occurs."""
+    ordered = rows[np.lexsort(rows.T[::-1])]
+    new = np.ones(len(ordered), dtype=bool)
+    new[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    starts = np.flatnonzero(new)
+    return ordered[starts], np.diff(np.append(starts, len(ordered)))
 
 
 def _sampled_window(
