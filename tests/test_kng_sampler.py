@@ -168,6 +168,19 @@ def test_quantile_line_draw_is_exact(windowed: None, norm: str, c: float, theta:
     assert not ks_check(line_draws(target, theta_, u, 0), line_cdf(target, theta_, u)).rejected
 
 
+def test_quantile_line_draw_is_exact_with_repeated_rows(windowed: None) -> None:
+    """Rows repeated 1 to 3 times (the target keeps each distinct row once, with its multiplicity): the line draw
+    still has the exact CDF of the density over all the rows."""
+    X, v = small_data(LINE_ROWS // 2, 13)
+    repeats = np.random.default_rng(13).integers(1, 4, v.size)
+    X, v = np.repeat(X, repeats, axis=0), np.repeat(v, repeats)
+    target = kng_sampler.QuantileTarget(X, v, 0.5, 1.0, "linf")
+    assert target.v.size == LINE_ROWS // 2 and target.weight.sum() == v.size
+    theta, u = np.array([0.2, 0.5]), np.array([np.cos(0.4), np.sin(0.4)])
+    np.testing.assert_allclose(target.gradient(theta[None])[0], (v <= X @ theta) @ X - 0.5 * X.sum(axis=0))
+    assert not ks_check(line_draws(target, theta, u, 0), line_cdf(target, theta, u)).rejected
+
+
 def test_quantile_line_tails_are_drawn_exactly(windowed: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """A window forced to hold the middle third of the mass: most draws go through the tails' rejection step."""
     X, v = small_data(LINE_ROWS, 7)
@@ -192,6 +205,103 @@ def test_quantile_line_tails_are_drawn_exactly(windowed: None, monkeypatch: pyte
         assert ks_check(line_draws(replace(target, c=0.05 * factor), theta, u, seed), cdf).rejected, (
             f"no power x{factor}"
         )
+
+
+def test_quantile_line_unsorted_buckets_are_drawn_exactly(windowed: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No bucket sorted into exact pieces: every draw inside the window goes through the buckets' rejection step."""
+    X, v = small_data(LINE_ROWS, 8)
+    target = kng_sampler.QuantileTarget(X, v, 0.5, 0.5, "linf")
+    theta, u = np.array([0.2, 0.5]), np.array([np.cos(1.0), np.sin(1.0)])
+    cdf = line_cdf(target, theta, u)
+    monkeypatch.setattr(kng_sampler, "SORTED", -np.inf)
+    monkeypatch.setattr(kng_sampler, "BUCKET_CUTS", 4)
+    checked = []
+    exact_gradient = kng_sampler.QuantileTarget.gradient_on_line
+
+    def counting(self: kng_sampler.QuantileTarget, r: np.ndarray, a: np.ndarray, t: np.ndarray) -> np.ndarray:
+        checked.append(t.size)
+        return exact_gradient(self, r, a, t)
+
+    monkeypatch.setattr(kng_sampler.QuantileTarget, "gradient_on_line", counting)
+    assert not ks_check(line_draws(target, theta, u, 0), cdf).rejected
+    assert sum(checked) >= LINE_DRAWS
+    for factor, seed in ((0.7, 1), (1.3, 2)):
+        assert ks_check(line_draws(replace(target, c=0.5 * factor), theta, u, seed), cdf).rejected, (
+            f"no power x{factor}"
+        )
+
+
+@pytest.mark.parametrize("norm", ["linf", "l2", "l1"])
+def test_quantile_line_buckets_hold_their_cuts_and_bound_g(norm: str) -> None:
+    """The bookkeeping behind the exact draw, on whole windows of 40 lines: each cut lies in its bucket
+    ``(edges[j], edges[j + 1]]``, g at every edge is g computed from all the rows, and every bucket's bound
+    is at most ``||g||_K`` at points drawn inside it."""
+    X, v = small_data(LINE_ROWS, 9)
+    target = kng_sampler.QuantileTarget(X, v, 0.5, 2.0, norm)
+    rng = np.random.default_rng(9)
+    theta = rng.uniform(-0.5, 0.5, (40, 2))
+    u = kng_sampler.uniform_directions(rng, 40, 2)
+    t_lo, t_hi = kng_sampler.l1_ball_chord(theta, u, 2.0)
+    t_a, t_b = t_lo * rng.uniform(0.0, 1.0, 40), t_hi * rng.uniform(0.0, 1.0, 40)
+    t_a[0] = 0.0  # a window that starts at the current point
+    walkers = target._walkers(theta)
+    a, cuts, mask = target._lines(walkers.r, u)
+    window = kng_sampler._window_cuts(a, cuts, mask, t_a, t_b)
+    buckets = kng_sampler._buckets(target, window, walkers.g, t_a, t_b)
+    edges = buckets.edges.ravel()
+    assert np.all((edges[buckets.at] < window.value) & (window.value <= edges[buckets.at + 1]))
+    line = np.repeat(np.arange(40), buckets.edges.shape[1])
+    inner = (edges > np.repeat(t_a, buckets.edges.shape[1])) & (edges < np.repeat(t_b, buckets.edges.shape[1]))
+    just_right = np.nextafter(edges[inner], np.inf)
+    g = target.gradient_on_line(walkers.r[line[inner]], a[line[inner]], just_right)
+    np.testing.assert_allclose(buckets.g.reshape(-1, 2)[inner], g, atol=1e-9)
+    lengths = np.diff(buckets.edges, axis=1)
+    index = np.flatnonzero(lengths.ravel() > 0)
+    bucket_line, j = np.divmod(index, lengths.shape[1])
+    t = buckets.edges[bucket_line, j] + rng.uniform(0.0, 1.0, index.size) * lengths.ravel()[index]
+    norms = kng_sampler.k_norm(target.gradient_on_line(walkers.r[bucket_line], a[bucket_line], t), norm)
+    assert np.all(buckets.bound[bucket_line, j] <= norms + 1e-9)
+
+
+def test_bucket_of_is_exact_on_and_beside_the_edges() -> None:
+    """Cuts on every edge of the grid and one float either side land in the bucket ``(edges[j], edges[j + 1]]``
+    of their own line, where the grid's arithmetic alone would round some into the next one."""
+    rng = np.random.default_rng(11)
+    t_a, t_b = -rng.uniform(0.0, 1.0, 6), rng.uniform(0.0, 1.0, 6)
+    t_a[0], t_b[1] = 0.0, 0.0  # windows that start or end at the current point
+    edges, step, left = kng_sampler._bucket_grid(np.repeat(np.arange(6), 100), t_a, t_b)
+    values = np.stack([np.nextafter(edges, -np.inf), edges, np.nextafter(edges, np.inf)], axis=-1)
+    lines = np.broadcast_to(np.arange(6)[:, None, None], values.shape)
+    inside = (values > t_a[:, None, None]) & (values < t_b[:, None, None])
+    ones = np.ones(np.count_nonzero(inside))
+    window = kng_sampler._WindowCuts(lines[inside], np.zeros(ones.size, dtype=np.intp), values[inside], ones)
+    at = kng_sampler._bucket_of(window, edges, step, left)
+    flat = edges.ravel()
+    assert np.all((flat[at] < window.value) & (window.value <= flat[at + 1]))
+    np.testing.assert_array_equal(at // edges.shape[1], window.line)
+
+
+def test_window_without_cuts_has_g_at_zero_everywhere() -> None:
+    """Windows that hold no cut (here of length 0 and of one empty stretch): g is g at 0 at every edge."""
+    X, v = small_data(LINE_ROWS, 12)
+    target = kng_sampler.QuantileTarget(X, v, 0.5, 2.0, "linf")
+    g_0 = np.array([[3.0, -1.0], [0.5, 2.0]])
+    window = kng_sampler._WindowCuts(*(np.zeros(0, dtype=np.intp),) * 2, np.zeros(0), np.zeros(0))
+    buckets = kng_sampler._buckets(target, window, g_0, np.array([0.0, -0.1]), np.array([0.0, 0.2]))
+    np.testing.assert_array_equal(buckets.g, np.broadcast_to(g_0[:, None, :], buckets.g.shape))
+
+
+def test_quantile_chain_keeps_its_walkers_exactly() -> None:
+    """After a chain, the residuals, rows below the fit and gradients kept for the next move are a fresh start's."""
+    X, v = small_data(LINE_ROWS, 10)
+    target = kng_sampler.QuantileTarget(X, v, 0.5, 1.0, "linf")
+    kng_sampler.run_chains(np.random.default_rng(10), target, 2, 2.0, 20, chains=5)
+    (kept,) = target.walkers.values()
+    np.testing.assert_allclose(kept.r, target.v - kept.theta @ target.XT, atol=1e-12)
+    np.testing.assert_array_equal(kept.below, kept.r <= 0.0)
+    every_row = (v[None, :] <= kept.theta @ X.T) @ X - 0.5 * X.sum(axis=0)
+    np.testing.assert_allclose(kept.g, every_row, atol=1e-9)
+    np.testing.assert_allclose(target.gradient(kept.theta), every_row, atol=1e-9)
 
 
 # --------------------------------------------------------------------------
