@@ -36,7 +36,7 @@ import statsmodels.formula.api as smf
 import dpstats
 from dpstats.frontend.formula import build_design
 from dpstats.mechanisms.kng import mechanism as kng
-from dpstats.mechanisms.kng import sampler as kng_sampler
+from dpstats.mechanisms.kng import quantile_lines as kng_quantile
 
 EPS = 1e9
 ENGEL_BOUNDS = {"income": (0.0, 5000.0), "foodexp": (0.0, 2500.0)}
@@ -61,7 +61,7 @@ def scaled_problem(formula: str, data: pd.DataFrame, bounds: dict, levels: dict 
 
 def gradient_norm(X: np.ndarray, v: np.ndarray, tau: float, phi: np.ndarray) -> np.ndarray:
     """``||g(phi)||_inf`` at the rows of ``phi`` (section 4.5's gradient)."""
-    target = kng_sampler.QuantileTarget(X, v, tau, 1.0, "linf")
+    target = kng_quantile.QuantileTarget(X, v, tau, 1.0, "linf")
     return np.concatenate([target.utility(chunk) for chunk in np.array_split(phi, max(1, phi.shape[0] // 4000))])
 
 

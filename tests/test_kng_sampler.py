@@ -33,6 +33,7 @@ from scipy import stats
 
 from dpstats.audit.goodness_of_fit import intervals_cdf, ks_check
 from dpstats.mechanisms.kng import mechanism as kng
+from dpstats.mechanisms.kng import quantile_lines as kng_quantile
 from dpstats.mechanisms.kng import sampler as kng_sampler
 
 ALPHA = 1e-6
@@ -81,7 +82,7 @@ def test_single_quantile_is_exact(tau: float) -> None:
     cdf = private_quantile_cdf(v, tau, c, B)
 
     def draws(factor: float, seed: int) -> np.ndarray:
-        target = kng_sampler.QuantileTarget(np.ones((v.size, 1)), v, tau, c * factor, "linf")
+        target = kng_quantile.QuantileTarget(np.ones((v.size, 1)), v, tau, c * factor, "linf")
         return in_blocks(lambda rng, m: kng_sampler.run_chains(rng, target, 1, B, 1, chains=m)[:, 0], seed, ONE_D_DRAWS)
 
     assert not ks_check(draws(1.0, 0), cdf, alpha=ALPHA).rejected
@@ -124,10 +125,10 @@ LINE_DRAWS = 10_000
 @pytest.fixture
 def windowed(monkeypatch: pytest.MonkeyPatch) -> None:
     """A stride sample of 50 rows, so that lines of LINE_ROWS cuts take the windowed path."""
-    monkeypatch.setattr(kng_sampler, "WINDOW_SAMPLE", 50)
+    monkeypatch.setattr(kng_quantile, "WINDOW_SAMPLE", 50)
 
 
-def line_cdf(target: kng_sampler.QuantileTarget, theta: np.ndarray, u: np.ndarray):
+def line_cdf(target: kng_quantile.QuantileTarget, theta: np.ndarray, u: np.ndarray):
     """Exact CDF of ``exp(-c ||g(theta + t u)||_K)`` on the chord, every cut sorted (section 4.5's gradient)."""
     (t_lo,), (t_hi,) = kng_sampler.l1_ball_chord(theta[None], u[None], 2.0)
     r, a = target.y - target.X @ theta, target.X @ u
@@ -141,7 +142,20 @@ def line_cdf(target: kng_sampler.QuantileTarget, theta: np.ndarray, u: np.ndarra
     return intervals_cdf(edges, -target.c * kng_sampler.k_norm(g, target.norm))
 
 
-def line_draws(target: kng_sampler.QuantileTarget, theta: np.ndarray, u: np.ndarray, seed: int) -> np.ndarray:
+def count_exact_gradients(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the quantile target's exact gradient evaluations on lines, recorded as they happen."""
+    checked: list[int] = []
+    exact_gradient = kng_quantile.QuantileTarget.gradient_on_line
+
+    def counting(self: kng_quantile.QuantileTarget, r: np.ndarray, a: np.ndarray, t: np.ndarray) -> np.ndarray:
+        checked.append(t.size)
+        return exact_gradient(self, r, a, t)
+
+    monkeypatch.setattr(kng_quantile.QuantileTarget, "gradient_on_line", counting)
+    return checked
+
+
+def line_draws(target: kng_quantile.QuantileTarget, theta: np.ndarray, u: np.ndarray, seed: int) -> np.ndarray:
     """:data:`LINE_DRAWS` independent draws of t on one line (one row per draw, as a chain batches its walkers)."""
     t_lo, t_hi = kng_sampler.l1_ball_chord(theta[None], u[None], 2.0)
 
@@ -163,7 +177,7 @@ def line_draws(target: kng_sampler.QuantileTarget, theta: np.ndarray, u: np.ndar
 )
 def test_quantile_line_draw_is_exact(windowed: None, norm: str, c: float, theta: tuple, angle: float) -> None:
     X, v = small_data(LINE_ROWS, 6)
-    target = kng_sampler.QuantileTarget(X, v, 0.5, c, norm)
+    target = kng_quantile.QuantileTarget(X, v, 0.5, c, norm)
     theta_, u = np.array(theta), np.array([np.cos(angle), np.sin(angle)])
     assert not ks_check(line_draws(target, theta_, u, 0), line_cdf(target, theta_, u)).rejected
 
@@ -174,7 +188,7 @@ def test_quantile_line_draw_is_exact_with_repeated_rows(windowed: None) -> None:
     X, v = small_data(LINE_ROWS // 2, 13)
     repeats = np.random.default_rng(13).integers(1, 4, v.size)
     X, v = np.repeat(X, repeats, axis=0), np.repeat(v, repeats)
-    target = kng_sampler.QuantileTarget(X, v, 0.5, 1.0, "linf")
+    target = kng_quantile.QuantileTarget(X, v, 0.5, 1.0, "linf")
     assert target.v.size == LINE_ROWS // 2 and target.weight.sum() == v.size
     theta, u = np.array([0.2, 0.5]), np.array([np.cos(0.4), np.sin(0.4)])
     np.testing.assert_allclose(target.gradient(theta[None])[0], (v <= X @ theta) @ X - 0.5 * X.sum(axis=0))
@@ -184,21 +198,14 @@ def test_quantile_line_draw_is_exact_with_repeated_rows(windowed: None) -> None:
 def test_quantile_line_tails_are_drawn_exactly(windowed: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """A window forced to hold the middle third of the mass: most draws go through the tails' rejection step."""
     X, v = small_data(LINE_ROWS, 7)
-    target = kng_sampler.QuantileTarget(X, v, 0.5, 0.05, "linf")
+    target = kng_quantile.QuantileTarget(X, v, 0.5, 0.05, "linf")
     theta, u = np.array([0.2, 0.5]), np.array([np.cos(0.5), np.sin(0.5)])
     cdf = line_cdf(target, theta, u)
     grid = np.linspace(*np.concatenate(kng_sampler.l1_ball_chord(theta[None], u[None], 2.0)), 100_001)
     window = np.interp([1 / 3, 2 / 3], cdf(grid), grid)
-    monkeypatch.setattr(kng_sampler, "NEGLIGIBLE", -np.inf)  # never widen the window
-    monkeypatch.setattr(kng_sampler, "_sampled_window", lambda a, *args: tuple(np.full(a.shape[0], w) for w in window))
-    checked = []
-    exact_gradient = kng_sampler.QuantileTarget.gradient_on_line
-
-    def counting(self: kng_sampler.QuantileTarget, r: np.ndarray, a: np.ndarray, t: np.ndarray) -> np.ndarray:
-        checked.append(t.size)
-        return exact_gradient(self, r, a, t)
-
-    monkeypatch.setattr(kng_sampler.QuantileTarget, "gradient_on_line", counting)
+    monkeypatch.setattr(kng_quantile, "NEGLIGIBLE", -np.inf)  # never widen the window
+    monkeypatch.setattr(kng_quantile, "_sampled_window", lambda a, *args: tuple(np.full(a.shape[0], w) for w in window))
+    checked = count_exact_gradients(monkeypatch)
     assert not ks_check(line_draws(target, theta, u, 0), cdf).rejected
     assert sum(checked) > LINE_DRAWS / 2
     for factor, seed in ((0.7, 1), (1.3, 2)):
@@ -210,19 +217,12 @@ def test_quantile_line_tails_are_drawn_exactly(windowed: None, monkeypatch: pyte
 def test_quantile_line_unsorted_buckets_are_drawn_exactly(windowed: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """No bucket sorted into exact pieces: every draw inside the window goes through the buckets' rejection step."""
     X, v = small_data(LINE_ROWS, 8)
-    target = kng_sampler.QuantileTarget(X, v, 0.5, 0.5, "linf")
+    target = kng_quantile.QuantileTarget(X, v, 0.5, 0.5, "linf")
     theta, u = np.array([0.2, 0.5]), np.array([np.cos(1.0), np.sin(1.0)])
     cdf = line_cdf(target, theta, u)
-    monkeypatch.setattr(kng_sampler, "SORTED", -np.inf)
-    monkeypatch.setattr(kng_sampler, "BUCKET_CUTS", 4)
-    checked = []
-    exact_gradient = kng_sampler.QuantileTarget.gradient_on_line
-
-    def counting(self: kng_sampler.QuantileTarget, r: np.ndarray, a: np.ndarray, t: np.ndarray) -> np.ndarray:
-        checked.append(t.size)
-        return exact_gradient(self, r, a, t)
-
-    monkeypatch.setattr(kng_sampler.QuantileTarget, "gradient_on_line", counting)
+    monkeypatch.setattr(kng_quantile, "SORTED", -np.inf)
+    monkeypatch.setattr(kng_quantile, "BUCKET_CUTS", 4)
+    checked = count_exact_gradients(monkeypatch)
     assert not ks_check(line_draws(target, theta, u, 0), cdf).rejected
     assert sum(checked) >= LINE_DRAWS
     for factor, seed in ((0.7, 1), (1.3, 2)):
@@ -237,7 +237,7 @@ def test_quantile_line_buckets_hold_their_cuts_and_bound_g(norm: str) -> None:
     ``(edges[j], edges[j + 1]]``, g at every edge is g computed from all the rows, and every bucket's bound
     is at most ``||g||_K`` at points drawn inside it."""
     X, v = small_data(LINE_ROWS, 9)
-    target = kng_sampler.QuantileTarget(X, v, 0.5, 2.0, norm)
+    target = kng_quantile.QuantileTarget(X, v, 0.5, 2.0, norm)
     rng = np.random.default_rng(9)
     theta = rng.uniform(-0.5, 0.5, (40, 2))
     u = kng_sampler.uniform_directions(rng, 40, 2)
@@ -246,8 +246,8 @@ def test_quantile_line_buckets_hold_their_cuts_and_bound_g(norm: str) -> None:
     t_a[0] = 0.0  # a window that starts at the current point
     walkers = target._walkers(theta)
     a, cuts, mask = target._lines(walkers.r, u)
-    window = kng_sampler._window_cuts(a, cuts, mask, t_a, t_b)
-    buckets = kng_sampler._buckets(target, window, walkers.g, t_a, t_b)
+    window = kng_quantile._window_cuts(a, cuts, mask, t_a, t_b)
+    buckets = kng_quantile._buckets(target, window, walkers.g, t_a, t_b)
     edges = buckets.edges.ravel()
     assert np.all((edges[buckets.at] < window.value) & (window.value <= edges[buckets.at + 1]))
     line = np.repeat(np.arange(40), buckets.edges.shape[1])
@@ -269,13 +269,13 @@ def test_bucket_of_is_exact_on_and_beside_the_edges() -> None:
     rng = np.random.default_rng(11)
     t_a, t_b = -rng.uniform(0.0, 1.0, 6), rng.uniform(0.0, 1.0, 6)
     t_a[0], t_b[1] = 0.0, 0.0  # windows that start or end at the current point
-    edges, step, left = kng_sampler._bucket_grid(np.repeat(np.arange(6), 100), t_a, t_b)
+    edges, step, left = kng_quantile._bucket_grid(np.repeat(np.arange(6), 100), t_a, t_b)
     values = np.stack([np.nextafter(edges, -np.inf), edges, np.nextafter(edges, np.inf)], axis=-1)
     lines = np.broadcast_to(np.arange(6)[:, None, None], values.shape)
     inside = (values > t_a[:, None, None]) & (values < t_b[:, None, None])
     ones = np.ones(np.count_nonzero(inside))
-    window = kng_sampler._WindowCuts(lines[inside], np.zeros(ones.size, dtype=np.intp), values[inside], ones)
-    at = kng_sampler._bucket_of(window, edges, step, left)
+    window = kng_quantile._WindowCuts(lines[inside], np.zeros(ones.size, dtype=np.intp), values[inside], ones)
+    at = kng_quantile._bucket_of(window, edges, step, left)
     flat = edges.ravel()
     assert np.all((flat[at] < window.value) & (window.value <= flat[at + 1]))
     np.testing.assert_array_equal(at // edges.shape[1], window.line)
@@ -284,17 +284,17 @@ def test_bucket_of_is_exact_on_and_beside_the_edges() -> None:
 def test_window_without_cuts_has_g_at_zero_everywhere() -> None:
     """Windows that hold no cut (here of length 0 and of one empty stretch): g is g at 0 at every edge."""
     X, v = small_data(LINE_ROWS, 12)
-    target = kng_sampler.QuantileTarget(X, v, 0.5, 2.0, "linf")
+    target = kng_quantile.QuantileTarget(X, v, 0.5, 2.0, "linf")
     g_0 = np.array([[3.0, -1.0], [0.5, 2.0]])
-    window = kng_sampler._WindowCuts(*(np.zeros(0, dtype=np.intp),) * 2, np.zeros(0), np.zeros(0))
-    buckets = kng_sampler._buckets(target, window, g_0, np.array([0.0, -0.1]), np.array([0.0, 0.2]))
+    window = kng_quantile._WindowCuts(*(np.zeros(0, dtype=np.intp),) * 2, np.zeros(0), np.zeros(0))
+    buckets = kng_quantile._buckets(target, window, g_0, np.array([0.0, -0.1]), np.array([0.0, 0.2]))
     np.testing.assert_array_equal(buckets.g, np.broadcast_to(g_0[:, None, :], buckets.g.shape))
 
 
 def test_quantile_chain_keeps_its_walkers_exactly() -> None:
     """After a chain, the residuals, rows below the fit and gradients kept for the next move are a fresh start's."""
     X, v = small_data(LINE_ROWS, 10)
-    target = kng_sampler.QuantileTarget(X, v, 0.5, 1.0, "linf")
+    target = kng_quantile.QuantileTarget(X, v, 0.5, 1.0, "linf")
     kng_sampler.run_chains(np.random.default_rng(10), target, 2, 2.0, 20, chains=5)
     (kept,) = target.walkers.values()
     np.testing.assert_allclose(kept.r, target.v - kept.theta @ target.XT, atol=1e-12)
@@ -361,9 +361,9 @@ def assert_power_at_chain_draws(target: kng_sampler.Target, B: float, cdfs: list
         assert rejected_directions(wrong, cdfs), f"no power at c x {factor}"
 
 
-def quantile_target(c: float, norm: str = "linf") -> kng_sampler.QuantileTarget:
+def quantile_target(c: float, norm: str = "linf") -> kng_quantile.QuantileTarget:
     X, v = small_data(15, 3)
-    return kng_sampler.QuantileTarget(X, v, 0.5, c, norm)
+    return kng_quantile.QuantileTarget(X, v, 0.5, c, norm)
 
 
 def least_squares_target(c: float, norm: str = "linf") -> kng_sampler.LeastSquaresTarget:

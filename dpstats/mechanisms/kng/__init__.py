@@ -1,7 +1,8 @@
 """The K-norm gradient mechanism (Reimherr & Awan 2019, Theorem 3.1): least squares and quantile regression.
 
-``mechanism`` (the scaled problem, sensitivities, the release) and ``sampler``
-(exact and MCMC draws from the KNG density).
+``mechanism`` (the scaled problem, sensitivities, the release), ``sampler``
+(exact and MCMC draws from the KNG density) and ``quantile_lines`` (quantile regression's target:
+exact draws on a line).
 """
 
 from __future__ import annotations

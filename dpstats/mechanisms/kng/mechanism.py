@@ -125,6 +125,7 @@ from ...privacy.accounting import PrivacySpent
 from ..base import MechanismSpec, PrivacyRequest, Release, refuse_rho
 from ..quantiles import check_quantile
 from . import inference
+from . import quantile_lines as kng_quantile
 from . import sampler as kng_sampler
 
 DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
@@ -424,7 +425,7 @@ def fit(
             return kng_sampler.sample_least_squares(r, ls_target, B, steps)[0]
     else:
         delta = quantile_sensitivity(tau, norm, bounds)
-        target = kng_sampler.QuantileTarget(*scale.transform(design), tau, eps / (2.0 * delta), norm)
+        target = kng_quantile.QuantileTarget(*scale.transform(design), tau, eps / (2.0 * delta), norm)
         name = f"kng(q={tau:g})"
 
         def draw(r: np.random.Generator) -> np.ndarray:
