@@ -1,7 +1,8 @@
 """dpstats.PrivacyBudget through the fits: spending, refusal before the data are read, the ledger, the file.
 
 Every fit here is seeded and deterministic (no statistical assertion, so no
-false failures). The data are statsmodels' engel (235 Belgian households, 1857).
+false failures). Least squares below eps = 1 names its method: there auto's plan refuses
+engel before spending (tests/test_refusal.py). The data are statsmodels' engel (235 Belgian households, 1857).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def recording(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 def test_fits_spend_what_their_results_report(data: pd.DataFrame) -> None:
     budget = PrivacyBudget(eps=2)
-    a = dpstats.dp_ols(FORMULA, data, eps=0.5, bounds=BOUNDS, budget=budget, random_state=1)
+    a = dpstats.dp_ols(FORMULA, data, eps=0.5, bounds=BOUNDS, method="noisystats", budget=budget, random_state=1)
     b = dpstats.dp_quantreg(FORMULA, data, q=[0.25, 0.5, 0.75], eps=1, bounds=BOUNDS, budget=budget, random_state=2)
     assert budget.spent == {"eps": 1.5, "delta": 0.0}
     assert budget.remaining == {"eps": 0.5, "delta": 0.0}
@@ -169,7 +170,7 @@ PLANS = [
     ("ols", {"method": "histogram", "eps": 0.5}),
     ("ols", {"method": "kng", "eps": 0.5}),
     ("ols", {"method": "tukey", "eps": 0.5, "delta": 1e-6}),
-    ("ols", {"eps": 0.5}),
+    ("ols", {"eps": 1}),  # auto: below eps 1 its plan refuses engel before spending
     ("quantreg", {"method": "kng", "eps": 0.5}),
     ("quantreg", {"method": "histogram", "eps": 0.5}),
     ("quantreg", {"eps": 0.5}),
@@ -202,7 +203,7 @@ def test_the_charge_checked_first_bounds_what_the_result_reports(data, estimator
 
 def test_the_ledger_is_a_frame_for_an_appendix(data: pd.DataFrame) -> None:
     budget = PrivacyBudget(eps=3, delta=1e-5)
-    dpstats.dp_ols(FORMULA, data, eps=0.5, bounds=BOUNDS, budget=budget, random_state=6)
+    dpstats.dp_ols(FORMULA, data, eps=0.5, bounds=BOUNDS, method="noisystats", budget=budget, random_state=6)
     dpstats.dp_ols(FORMULA, data, rho=0.02, delta=1e-6, method="gradient", variant="zcdp", bounds=BOUNDS, budget=budget)
     dpstats.noisy_histogram(data, ["income", "foodexp"], eps=0.25, bounds=BOUNDS, budget=budget, random_state=7)
     ledger = budget.ledger
@@ -229,7 +230,7 @@ def test_the_ledger_is_a_frame_for_an_appendix(data: pd.DataFrame) -> None:
 def test_save_and_reload_keep_the_account_and_go_on_refusing(data: pd.DataFrame, tmp_path) -> None:
     path = tmp_path / "paper-budget.json"
     budget = PrivacyBudget(eps=1)
-    dpstats.dp_ols(FORMULA, data, eps=0.75, bounds=BOUNDS, budget=budget, random_state=8)
+    dpstats.dp_ols(FORMULA, data, eps=0.75, bounds=BOUNDS, method="noisystats", budget=budget, random_state=8)
     budget.save(path)
     assert [p.name for p in tmp_path.iterdir()] == ["paper-budget.json"]  # the atomic write leaves no temporary
     state = json.loads(path.read_text())
@@ -240,9 +241,9 @@ def test_save_and_reload_keep_the_account_and_go_on_refusing(data: pd.DataFrame,
     pd.testing.assert_frame_equal(reloaded.ledger, budget.ledger)
     spy, touched = recording(data)
     with pytest.raises(BudgetExceeded):
-        dpstats.dp_ols(FORMULA, spy, eps=0.5, bounds=BOUNDS, budget=reloaded)
+        dpstats.dp_ols(FORMULA, spy, eps=0.5, bounds=BOUNDS, method="noisystats", budget=reloaded)
     assert touched == []
-    dpstats.dp_ols(FORMULA, data, eps=0.25, bounds=BOUNDS, budget=reloaded, random_state=9)
+    dpstats.dp_ols(FORMULA, data, eps=0.25, bounds=BOUNDS, method="noisystats", budget=reloaded, random_state=9)
     reloaded.save(path)
     assert PrivacyBudget.load(path).remaining["eps"] == 0.0
 
@@ -260,7 +261,7 @@ def test_save_and_reload_keep_the_account_and_go_on_refusing(data: pd.DataFrame,
 )
 def test_a_malformed_file_is_refused(data: pd.DataFrame, tmp_path, edit, match: str) -> None:
     budget = PrivacyBudget(eps=1)
-    dpstats.dp_ols(FORMULA, data, eps=0.5, bounds=BOUNDS, budget=budget, random_state=10)
+    dpstats.dp_ols(FORMULA, data, eps=0.5, bounds=BOUNDS, method="noisystats", budget=budget, random_state=10)
     state = budget.to_dict()
     edit(state)
     path = tmp_path / "b.json"

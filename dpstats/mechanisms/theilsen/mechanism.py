@@ -7,6 +7,12 @@ x = 3/4 of the x range, p25 and p75, each as a DP median of pairwise
 estimates (Algorithm 2), and derives slope = 2 (p75 - p25) and intercept =
 1.5 p25 - 0.5 p75 on the unit scale, mapped back to the user's units.
 
+Estimand. As eps grows the release tends to the all-pairs Theil-Sen line
+(tests/test_theilsen.py), not to least squares: the two agree when y is linear
+in x with errors symmetric given x, and differ on curved or skewed data (on
+engel's Engel curve the slopes are 0.57 and 0.49). The intervals are for the
+Theil-Sen line, and the standard-error note says so.
+
 Pairs (Algorithm 2, Lemma 20; :mod:`.matchings`). ``k`` perfect matchings of
 the circle-method decomposition of K_n are sampled without replacement after a
 uniformly random permutation of the rows; ``k="all"`` (the maximum: n - 1
@@ -108,7 +114,9 @@ POINTS = (("p25", 0.25), ("p75", 0.75))
 SE_NOTE = (
     "SEs and basic bootstrap intervals cover sampling error and privacy noise: a rank-level parametric bootstrap "
     "from a DP window of the pair estimates (their density) and DP moments of the rows' pair signs (the U-statistic "
-    "variance), released with se_share of eps, and each median's own noise law."
+    "variance), released with se_share of eps, and each median's own noise law. They are intervals for the "
+    "Theil-Sen line (the medians of the pairwise predictions), which is the least-squares line when y is linear "
+    "in x with errors symmetric given x; on curved or skewed data it is another, robust line."
 )
 NO_SE_NOTE = "se_share=0: no budget was spent on standard errors, so SEs, tests and intervals are NaN."
 

@@ -1,5 +1,6 @@
 # dp_budget from R: spending, refusal before any column is read, the ledger, save and load.
-# Seeded fits only (no statistical assertion, no false failures). Data: quantreg's engel.
+# Seeded fits only (no statistical assertion, no false failures). Data: quantreg's engel. Least squares below
+# eps = 1 names its method: there auto's plan refuses engel before spending (tests/test_refusal.py).
 
 ENGEL_BOUNDS <- list(income = c(0, 5000), foodexp = c(0, 2500))
 
@@ -32,7 +33,8 @@ test_that("fits spend what they report; several quantiles are charged once", {
   skip_if_no_dpstats()
   engel <- engel_data()
   b <- dp_budget(eps = 2)
-  fit <- dp_ols(foodexp ~ income, data = engel, eps = 0.5, bounds = ENGEL_BOUNDS, budget = b, random_state = 1)
+  fit <- dp_ols(foodexp ~ income, data = engel, eps = 0.5, bounds = ENGEL_BOUNDS, method = "noisystats", budget = b,
+                random_state = 1)
   q <- dp_quantreg(foodexp ~ income, data = engel, tau = c(0.25, 0.5, 0.75), eps = 1, bounds = ENGEL_BOUNDS,
                    budget = b, random_state = 2)
   ledger <- dp_ledger(b)
@@ -66,7 +68,8 @@ test_that("an overspending fit is refused before any column is read, the budget 
   expect_identical(spied(spy), character())
   expect_identical(b$state, before)
   # the control: with budget left, the same call reads the frame
-  dp_ols(foodexp ~ income, data = spy, eps = 0.25, bounds = ENGEL_BOUNDS, budget = b, random_state = 4)
+  dp_ols(foodexp ~ income, data = spy, eps = 0.25, bounds = ENGEL_BOUNDS, method = "noisystats", budget = b,
+         random_state = 4)
   expect_true(length(spied(spy)) > 0L)
   expect_equal(b$view$remaining$eps, 0)
 })
@@ -129,7 +132,8 @@ test_that("a zCDP account from R: rhos add up, a pure fit counts eps^2/2, (eps, 
   skip_if_no_dpstats()
   engel <- engel_data()
   b <- dp_budget(eps = 2, delta = 1e-6, accounting = "zcdp")
-  dp_ols(foodexp ~ income, data = engel, eps = 0.3, bounds = ENGEL_BOUNDS, budget = b, random_state = 7)
+  dp_ols(foodexp ~ income, data = engel, eps = 0.3, bounds = ENGEL_BOUNDS, method = "noisystats", budget = b,
+         random_state = 7)
   z <- dp_ols(foodexp ~ income, data = engel, eps = 0.5, delta = 1e-6, method = "gradient", variant = "zcdp",
               bounds = ENGEL_BOUNDS, budget = b, random_state = 8)
   ledger <- dp_ledger(b)
