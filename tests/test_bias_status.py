@@ -1,6 +1,7 @@
 """A bias the interval does not cover is named (docs/DESIGN.md section 2: an interval is a promise): the perturbed
-histogram's binning and KNG's domain boundary make a fit's status "biased", shown by the summary, tidy(), glance(),
-dpstats.table and R; auto takes a biased mechanism only where no other is predicted usable. Deterministic."""
+histogram's binning, KNG's domain boundary and Theil-Sen's line (tests/test_theilsen.py) make a fit's status
+"biased", shown by the summary, tidy(), glance(), dpstats.table and R; auto takes a biased mechanism only where no
+other is predicted usable. Deterministic."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def test_a_histogram_fit_is_biased_everywhere_it_is_shown(histogram_fit: dpstats
 
 def test_a_fit_without_a_known_bias_is_ok_and_a_failed_one_is_failed() -> None:
     data = engel.load_pandas().data
-    ok = dpstats.dp_ols(FORMULA, data, eps=1.0, bounds=BOUNDS, method="theilsen", random_state=1)
+    ok = dpstats.dp_ols(FORMULA, data, eps=1.0, bounds=BOUNDS, method="gradient", random_state=1)
     assert ok.status == "ok" and ok.bias is None and set(ok.tidy()["status"]) == {"ok"}
     tiny = data.iloc[:5]
     failed = next(
@@ -56,11 +57,11 @@ def _predictions(rels: dict[str, float]):
     return predict
 
 
-@pytest.mark.parametrize(("theilsen", "chosen"), [(1.9, "theilsen"), (2.1, "histogram")])
+@pytest.mark.parametrize(("noisystats", "chosen"), [(1.9, "noisystats"), (2.1, "histogram")])
 def test_auto_takes_the_biased_histogram_only_where_nothing_else_is_usable(
-    monkeypatch: pytest.MonkeyPatch, theilsen: float, chosen: str
+    monkeypatch: pytest.MonkeyPatch, noisystats: float, chosen: str
 ) -> None:
     facts = plan_facts(FORMULA, 235, 1.0, BOUNDS, None, "ols", 0.0)
-    monkeypatch.setattr(selection, "predict", _predictions({"histogram": 1.0, "theilsen": theilsen}))
+    monkeypatch.setattr(selection, "predict", _predictions({"histogram": 1.0, "noisystats": noisystats}))
     assert selection.choose(facts).method == chosen
     assert np.isclose(selection.USABLE_REL, 2.0)

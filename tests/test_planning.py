@@ -251,6 +251,16 @@ def test_auto_keeps_a_biased_candidate_whose_whole_error_is_negligible() -> None
     assert all(p.typical_rel > NEGLIGIBLE_REL for p in choose(coarse).predictions if p.label == "histogram (median)")
 
 
+def test_theilsen_never_counts_as_negligibly_biased() -> None:
+    """y ~ x at n = 10,000, eps = 10: Theil-Sen is predicted under NEGLIGIBLE_REL, but the table's linear designs
+    with symmetric errors cannot show its gap from least squares, so a usable unbiased NoisyStats evicts it."""
+    facts = _facts("y ~ x", 10_000, 10.0, {"x": (0, 1), "y": (0, 1)})
+    predictions = {p.label: p for p in choose(facts).predictions}
+    assert predictions["theilsen"].typical_rel <= NEGLIGIBLE_REL
+    assert predictions["noisystats"].typical_rel <= USABLE_REL
+    assert choose(facts).method == "noisystats"
+
+
 def test_auto_runs_the_chosen_mechanism_and_says_why(engel) -> None:
     res = dpstats.dp_ols("foodexp ~ income", engel, eps=1.0, bounds=ENGEL_BOUNDS, random_state=1)
     design, _ = build_design("foodexp ~ income", engel, ENGEL_BOUNDS, None)

@@ -39,7 +39,12 @@ class Candidate:
     delta: float = 0.0
     biased: bool = False
     """Whether its fits keep a bias their intervals do not cover (the perturbed histogram's binning:
-    dpstats/mechanisms/histogram/cell_fits.py); auto takes such a candidate only where no other is usable."""
+    dpstats/mechanisms/histogram/cell_fits.py; Theil-Sen's line: dpstats/mechanisms/theilsen/mechanism.py);
+    auto takes such a candidate only where no other is usable."""
+    bias_calibrated: bool = True
+    """Whether the error table measures that bias (in its large-eps cells), so that a prediction includes it.
+    Theil-Sen's gap from least squares is nil on the table's reference designs (y linear in x, symmetric
+    errors) and not on real data: its predictions leave it out, and it never counts as negligible."""
 
     def min_rows(self, d: int) -> int:
         """The smallest n the calibration simulates at dimension d."""
@@ -79,7 +84,7 @@ def _one(facts: PublicFacts) -> float:
 
 CANDIDATES: tuple[Candidate, ...] = (
     Candidate("noisystats", "noisystats", "ols", _noisystats),
-    Candidate("theilsen", "theilsen", "ols", _one, max_slopes=1),
+    Candidate("theilsen", "theilsen", "ols", _one, max_slopes=1, biased=True, bias_calibrated=False),
     Candidate("gradient", "gradient", "ols", _one, max_slopes=1),
     Candidate("histogram", "histogram", "ols", _variables, biased=True),
     Candidate("tukey", "tukey", "ols", _slopes, delta=TUKEY_DELTA),

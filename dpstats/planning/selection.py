@@ -7,9 +7,11 @@
    failure spends the budget and returns nothing. If some candidate whose fits
    keep no uncovered bias is usable (predicted within ``USABLE_REL`` standard
    errors of the non-private fit), the biased ones (the perturbed histogram's
-   binning) leave too: an interval is a promise (docs/DESIGN.md section 2).
+   binning; Theil-Sen's line, which is least squares' only for y linear in x
+   with symmetric errors) leave too: an interval is a promise (docs/DESIGN.md section 2).
    A biased candidate whose whole predicted error, its bias floor included
-   (the table's large-eps cells measure it), is at most ``NEGLIGIBLE_REL``
+   (the table's large-eps cells measure it; not Theil-Sen's, whose gap from
+   least squares the reference designs do not have), is at most ``NEGLIGIBLE_REL``
    standard errors stays: a bias that small leaves a 95% interval's coverage
    at 0.92 or more, and without it auto would trade the histogram's 0.01-0.08
    standard errors on engel's median at eps = 1e9 for Tukey's 1.3-2.3.
@@ -81,7 +83,9 @@ def choose(facts: PublicFacts) -> Choice:
         raise ValueError(f"no mechanism fits this design: {dict(refusals)}")
     reliable = [(c, p) for c, p in applicable if p.failure <= MAX_FAILURE] or applicable
     if any(not c.biased and p.typical_rel <= USABLE_REL for c, p in reliable):
-        reliable = [(c, p) for c, p in reliable if not c.biased or p.typical_rel <= NEGLIGIBLE_REL]
+        reliable = [
+            (c, p) for c, p in reliable if not c.biased or (c.bias_calibrated and p.typical_rel <= NEGLIGIBLE_REL)
+        ]
     score = scores([p for _, p in reliable])
     winner, prediction = reliable[int(np.argmin(score))]
     others = ", ".join(f"{c.label} {s:.2g}" for (c, _), s in zip(reliable, score, strict=True) if c is not winner)
