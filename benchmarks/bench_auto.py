@@ -1,7 +1,8 @@
 """method="auto" against the best explicit mechanism and against diffprivlib and OpenDP (issue 15's must-show).
 
-Run with ``python benchmarks/bench_auto.py [--datasets D] [--trials R] [--workers W] [--quick] [--family F]``
-(``--family categorical``, say: only that family's cells, with the seeds they have in the full run).
+Run with ``python benchmarks/bench_auto.py [--datasets D] [--trials R] [--workers W] [--quick] [--family F]
+[--settings "point only" defaults]`` (``--family categorical``, say: only that family's cells, with the seeds they
+have in the full run).
 
 Cells (every bound declared [0, 1], so the unit scale is the user's scale; pure eps-DP, delta = 0):
 
@@ -23,18 +24,22 @@ reference level for the categorical cells), OLS the non-private fit on the same 
 is the error due to privacy); averaged over data sets. A failed release counts as an infinite
 error (so a method failing in more than 32% of a data set's trials scores infinity).
 
-Methods, all at the same guarantee: eps-DP for replace-one neighbours (docs/DESIGN.md section 2),
-the whole eps spent on the point estimate (``se_share=0``: the peers release no standard errors,
-so a default dpstats call, which spends part of eps on them, would be compared at a smaller
-point budget):
+Two settings, on the same data sets (issue 29: inference that costs little):
+
+* **point only**: dpstats spends the whole eps on the point estimate (``se_share=0``), as the peers,
+  which release no standard errors;
+* **defaults**: dpstats as a user runs it, part of eps on the standard errors (each mechanism's
+  default ``se_share``), and auto choosing for that call; the peers as in the other setting.
+
+Methods, all at the same guarantee: eps-DP for replace-one neighbours (docs/DESIGN.md section 2):
 
 * every explicit candidate of ``method="auto"`` that applies (dpstats/planning/candidates.py:
   NoisyStats as in the paper and repaired (``singular="repair"``, never fails), Theil-Sen,
   gradient descent, the histogram; Tukey needs delta > 0) with its options;
 * ``auto``: the candidate that ``dpstats.planning.selection.choose`` picks from the cell's public
-  facts with ``se_share=0``, as the cells fit (the error model then predicts each candidate at the
-  whole eps for its point; the same choice for every data set of a cell, so its column is that
-  candidate's, same draws);
+  facts with the setting's ``se_share``, as the cells fit (the error model then predicts each
+  candidate at the budget its point gets; the same choice for every data set of a cell, so its
+  column is that candidate's, same draws);
 * the peers (benchmark-only extras, skipped with a message when missing): diffprivlib 0.6.6
   ``LinearRegression`` at eps / 2 (its sensitivities are one row's largest contribution, so its
   epsilon is for add/remove neighbours; replacing a row is a removal and an addition, so eps / 2
@@ -43,12 +48,15 @@ point budget):
   100 candidates, calibrated by its own privacy map at replace-one distance 2, as in
   benchmarks/bench_theilsen_vs_opendp.py).
 
-Verdict lines (the issue's targets): auto within 1.1x of the best explicit method in >= 90% of
-cells; auto at or below the better peer in >= 90% of cells (with, for both, the most that any
+Verdict lines per setting (issue 15's targets): auto within 1.1x of the best explicit method in >= 90%
+of cells; auto at or below the better peer in >= 90% of cells (with, for both, the most that any
 rule choosing from public facts could meet with these mechanisms: ``public_facts_bound``);
 auto's failure rate <= 1% wherever some method's is; and the categorical check: auto's slope
-error with 20 levels at most 2x that with 2 (n = 5000, eps = 2). Each cell has its own seed
-(SeedSequence(SEED, cell index)), so the table does not depend on --workers.
+error with 20 levels at most 2x that with 2 (n = 5000, eps = 2). Then issue 29's counts on the 48
+Alabi cells: auto at or below the better peer, and within 1.1x of the best explicit method of the
+same setting, in >= 44 of them. Each cell has its own seeds (SeedSequence(SEED, cell index, 0) for
+its data sets, (SEED, cell index, 1) for the draws), so the table does not depend on --workers and
+both settings see the same data sets.
 """
 
 from __future__ import annotations
@@ -72,6 +80,9 @@ from dpstats.planning.facts import PublicFacts
 from dpstats.planning.selection import choose
 
 SEED = 20261125
+SETTINGS: dict[str, float | None] = {"point only": 0.0, "defaults": None}
+"""The setting's ``se_share`` (None: each mechanism's default, as a user's call)."""
+ALABI_TARGET = 44
 WITHIN = 1.1
 TARGET_SHARE = 0.9
 MAX_FAILURE = 0.01
@@ -171,8 +182,8 @@ Fitter = Callable[[Design, float, np.random.Generator], np.ndarray | None]
 """``fit(design, eps, rng)``: released params (None if the release failed)."""
 
 
-def dpstats_fitters() -> dict[str, Fitter]:
-    """The pure-DP least-squares candidates of auto, with their defaults."""
+def dpstats_fitters(share: float | None) -> dict[str, Fitter]:
+    """The pure-DP least-squares candidates of auto, with their defaults and the standard errors' ``share``."""
     fitters = {}
     for candidate in CANDIDATES:
         if candidate.estimator != "ols" or candidate.delta > 0:
@@ -181,7 +192,7 @@ def dpstats_fitters() -> dict[str, Fitter]:
         options = spec.check_options(dict(candidate.options))
 
         def fit(design: Design, eps: float, rng: np.random.Generator, spec=spec, options=options) -> np.ndarray | None:
-            release = spec.fit(design, PrivacyRequest(eps, se_share=0.0), rng, **options)
+            release = spec.fit(design, PrivacyRequest(eps, se_share=share), rng, **options)
             return None if release.failed else np.asarray(release.params, dtype=float)
 
         fitters[candidate.label] = fit
@@ -243,12 +254,14 @@ class Cell:
     seconds: float
 
 
-def run_cell(args: tuple[int, CellSpec, int, int]) -> Cell:
-    """Every method on ``datasets`` data sets x ``trials`` trials of one cell."""
-    index, cell, datasets, trials = args
+def run_cell(args: tuple[int, CellSpec, int, int, str]) -> Cell:
+    """Every method on ``datasets`` data sets x ``trials`` trials of one cell, in one setting."""
+    index, cell, datasets, trials, setting = args
     start = time.process_time()
-    rng = np.random.default_rng(np.random.SeedSequence([SEED, index]))
-    fitters = {**dpstats_fitters(), **diffprivlib_fitter()}
+    data_rng = np.random.default_rng(np.random.SeedSequence([SEED, index, 0]))
+    rng = np.random.default_rng(np.random.SeedSequence([SEED, index, 1]))
+    share = SETTINGS[setting]
+    fitters = {**dpstats_fitters(share), **diffprivlib_fitter()}
     if cell.d == 1 and not cell.levels:
         fitters.update(opendp_fitter())
     errors: dict[str, list[float]] = {}
@@ -256,9 +269,9 @@ def run_cell(args: tuple[int, CellSpec, int, int]) -> Cell:
     fails: dict[str, int] = {}
     auto = ""
     for _ in range(datasets):
-        formula, frame, bounds, levels = data_set(cell, rng)
+        formula, frame, bounds, levels = data_set(cell, data_rng)
         design, _ = build_design(formula, frame, bounds, levels)
-        choice = choose(PublicFacts.of(design, cell.eps, 0.0, "ols", se_share=0.0))
+        choice = choose(PublicFacts.of(design, cell.eps, 0.0, "ols", se_share=share))
         auto = label_of(choice.method, choice.options, "ols")
         c = target(design)
         truth, se, slope = ols_target(design, c)
@@ -399,6 +412,21 @@ def verdict(cells: list[Cell]) -> list[str]:
     return lines
 
 
+def alabi_counts(cells: list[Cell]) -> list[str]:
+    """Issue 29's counts on the Alabi grid's cells: auto against the better peer and the best explicit method."""
+    alabi = [c for c in cells if c.spec.family == "alabi"]
+    if not alabi:
+        return []
+    beats = sum(_ratio(c.error["auto"], best_peer(c)) <= 1.0 for c in alabi)
+    within = sum(_ratio(c.error["auto"], best_explicit(c)) <= WITHIN for c in alabi)
+    return [
+        f"[{'MET' if beats >= ALABI_TARGET else 'NOT MET'}] Alabi grid: auto at or below the better peer in "
+        f"{beats}/{len(alabi)} cells (target >= {ALABI_TARGET} of 48)",
+        f"[{'MET' if within >= ALABI_TARGET else 'NOT MET'}] Alabi grid: auto within {WITHIN:g}x of the best explicit "
+        f"method in {within}/{len(alabi)} cells (target >= {ALABI_TARGET} of 48)",
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=8, help="data sets per cell")
@@ -406,32 +434,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
     parser.add_argument("--quick", action="store_true", help="three cells, to check the script")
     parser.add_argument("--family", choices=FAMILIES, help="only this family's cells (same seeds as in the full run)")
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     args = parser.parse_args(argv)
     if not diffprivlib_fitter() or not opendp_fitter():
         print("diffprivlib or OpenDP is not installed (benchmark-only extras): their columns are left out")
     cells_in = grid(args.quick)
-    tasks = [(i, cell, args.datasets, args.trials) for i, cell in enumerate(cells_in)]
-    if args.family:
-        tasks = [task for task in tasks if task[1].family == args.family]
-        cells_in = [task[1] for task in tasks]
+    indexed = [(i, cell) for i, cell in enumerate(cells_in) if not args.family or cell.family == args.family]
+    cells_in = [cell for _, cell in indexed]
+    tasks = [(i, cell, args.datasets, args.trials, setting) for setting in args.settings for i, cell in indexed]
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        cells = list(pool.map(run_cell, sorted(tasks, key=lambda t: -t[1].n * t[1].d)))
-    order = {cell: i for i, cell in enumerate(cells_in)}
-    cells.sort(key=lambda c: order[c.spec])
-    print(
-        f"method='auto' vs explicit mechanisms and peers, replace-one eps-DP, all of eps on the point: C(68)/sigma "
-        f"of p25 (lower is better; inf: failed in more than 32% of a data set's trials); {args.datasets} data sets "
-        f"x {args.trials} trials per cell"
-    )
-    print(format_table(cells))
-    categorical = [c for c in cells if c.spec.family == "categorical"]
-    if categorical:
+        done = list(pool.map(run_cell, sorted(tasks, key=lambda t: -t[1].n * t[1].d)))
+    results = dict(zip(((t[4], t[1]) for t in sorted(tasks, key=lambda t: -t[1].n * t[1].d)), done, strict=True))
+    for setting in args.settings:
+        cells = [results[setting, cell] for cell in cells_in]
+        spent = "all of eps on the point" if SETTINGS[setting] == 0 else "each mechanism's default se_share"
+        print(
+            f"\n[{setting}] method='auto' vs explicit mechanisms and peers, replace-one eps-DP, dpstats with {spent}: "
+            f"C(68)/sigma of p25 (lower is better; inf: failed in more than 32% of a data set's trials); "
+            f"{args.datasets} data sets x {args.trials} trials per cell"
+        )
+        print(format_table(cells))
+        categorical = [c for c in cells if c.spec.family == "categorical"]
+        if categorical:
+            print()
+            print(format_slopes(categorical))
         print()
-        print(format_slopes(categorical))
-    print()
-    for line in verdict(cells):
-        print(line)
+        for line in [*verdict(cells), *alabi_counts(cells)]:
+            print(line)
     print(f"\nwall time {time.perf_counter() - start:.0f} s on {args.workers} worker(s)")
 
 
