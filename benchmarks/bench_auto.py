@@ -40,7 +40,8 @@ Methods, all at the same guarantee: eps-DP for replace-one neighbours (docs/DESI
   facts with the setting's ``se_share``, as the cells fit (the error model then predicts each
   candidate at the budget its point gets; the same choice for every data set of a cell, so its
   column is that candidate's, same draws);
-* the peers (benchmark-only extras, skipped with a message when missing): diffprivlib 0.6.6
+* the peers (benchmark-only extras, skipped with a message when missing; diffprivlib 0.6.6 imports
+  ``sklearn.tree._tree.DOUBLE``, so it needs scikit-learn < 1.6): diffprivlib 0.6.6
   ``LinearRegression`` at eps / 2 (its sensitivities are one row's largest contribution, so its
   epsilon is for add/remove neighbours; replacing a row is a removal and an addition, so eps / 2
   gives replace-one eps-DP); ``diffprivlib (a/r)`` at eps, for information only (a weaker
