@@ -215,6 +215,18 @@ def test_budget_adds_up_and_se_share_zero_is_the_paper() -> None:
     assert dict(user.privacy.split)["p25"] == pytest.approx(0.4)
     assert inference.default_share(999, 499_500, 1.0) == pytest.approx(0.402, abs=1e-3)
     assert inference.default_share(9_999, 49_995_000, 1.0) == inference.SHARE_RANGE[0]
+    assert inference.default_share(99, 4_950, 1.0) == pytest.approx(0.1)  # n eps = 100: the point keeps 0.9
+    assert inference.default_share(299, 44_850, 1.0) == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize("n", [30, 100, 1000, 10_000])
+def test_the_default_point_budget_grows_with_eps(n: int) -> None:
+    """The error model finds the table's eps for a call's point budget by bisection (calibrated_eps): the default
+    split's point budget eps (1 - share) must not fall as eps grows, across the small-n-eps ramp and the cap."""
+    pairs = n * (n - 1) // 2
+    eps = np.geomspace(1e-3, 1e3, 2001)
+    budget = np.array([e * (1.0 - inference.default_share(n - 1, pairs, e)) for e in eps])
+    assert np.all(np.diff(budget) >= -1e-12 * budget[1:])
 
 
 @pytest.mark.parametrize("n", [2, 3, 5])

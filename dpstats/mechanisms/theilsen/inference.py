@@ -67,7 +67,7 @@ Intervals are the basic bootstrap ones (dpstats/uncertainty/intervals.py); the
 standard errors come from the replicates' quantiles
 (:func:`quantile_covariance`), since 1/g has heavy tails.
 
-Budget: ``se_share`` of eps (default :func:`default_share`, 0.25 to 0.5):
+Budget: ``se_share`` of eps (default :func:`default_share`, 0.1 to 0.5):
 :data:`WINDOW_SHARE` of it to the two windows, the rest to the moments
 (:func:`split`); the predictions share the rest of eps.
 
@@ -94,8 +94,10 @@ import numpy as np
 from ...privacy import noise
 from ...uncertainty.intervals import MIN_REPLICATES, finite_replicates, infinite_cov
 
-SHARE_RANGE = (0.25, 0.5)
+SHARE_RANGE = (0.1, 0.5)
 """Smallest and largest default part of eps spent on standard errors (unless the user sets ``se_share``)."""
+SMALL_N_EPS = 1000.0
+"""Below n eps = SHARE_RANGE[1] SMALL_N_EPS the default share is n eps / SMALL_N_EPS (:func:`default_share`)."""
 DENSITY_NOISE = 0.15
 """The default share aims at this relative sd of the density's DP noise (:func:`default_share`)."""
 WINDOW_SHARE = 0.75
@@ -134,9 +136,21 @@ def default_share(lipschitz: int, pairs: int, eps: float) -> float:
     of the intercept and slope, which combine two independently estimated
     densities, conservative (the Behrens-Fisher effect of fiducial
     intervals); a share of 0.3 left coverage near 0.98 at n eps = 1000.
+
+    Where n eps is small the point's budget decides its accuracy: the candidate
+    grid's cells number about e^A, A proportional to that budget
+    (grid_median.py), and a share of 0.5 there cost the default call 4-7 times
+    the error of ``se_share=0`` in concentrated cells of the Alabi et al. grid
+    (issue 29). So below n eps = 500 the share falls as n eps / SMALL_N_EPS, to
+    0.1 at n eps = 100: the density is then too noisy to reach DENSITY_NOISE
+    with any share, and the intervals are conservative. The point's budget
+    ``eps (1 - share)`` still grows with eps (the error model's calibrated_eps
+    relies on it): its derivative in eps is ``1 - 2 n eps / SMALL_N_EPS``, at
+    least 0 below n eps = 500.
     """
     share = 16.0 * math.sqrt(2.0) * lipschitz / (pairs * eps * WINDOW_SHARE * DENSITY_NOISE)
-    return min(SHARE_RANGE[1], max(SHARE_RANGE[0], share))
+    n_eps = 2.0 * pairs * eps / lipschitz  # n eps for all pairs and for k matchings
+    return min(SHARE_RANGE[1], max(SHARE_RANGE[0], share), max(SHARE_RANGE[0], n_eps / SMALL_N_EPS))
 
 
 def moments_sensitivity(lipschitz: int, listed: bool) -> float:
