@@ -139,9 +139,10 @@ def default_share(lipschitz: int, pairs: int, eps: float) -> float:
 
     Where n eps is small the point's budget decides its accuracy: the candidate
     grid's cells number about e^A, A proportional to that budget
-    (grid_median.py), and a share of 0.5 there cost the default call 4-7 times
-    the error of ``se_share=0`` in concentrated cells of the Alabi et al. grid
-    (issue 29). So below n eps = 200 the share falls as n eps / SMALL_N_EPS, to
+    (grid_median.py), and a share of 0.5 there cost the default call 9 times
+    the error of ``se_share=0`` in a concentrated cell of the Alabi et al. grid
+    (n = 100, eps = 1, var_x = 0.01, sd_e = 0.01: C68/sigma 64.5 against 7.1,
+    benchmarks/bench_auto.py). So below n eps = 200 the share falls as n eps / SMALL_N_EPS, to
     0.25 at n eps = 100 and 0.1 from 40: the density is then too noisy to
     reach DENSITY_NOISE with any share, and the intervals are conservative
     (a ramp to 0.1 at n eps = 100 bought a better point with intervals four

@@ -11,7 +11,7 @@ Estimand. As eps grows the release tends to the all-pairs Theil-Sen line
 (tests/test_theilsen.py), not to least squares: the two agree when y is linear
 in x with errors symmetric given x, and differ on curved or skewed data (on
 engel's Engel curve the slopes are 0.57 and 0.49, and at eps = 5 the intervals
-covered OLS's in 1 of 10 seeds). Whether the data are such is not public, so
+covered OLS's in 1 and 6 of 10 seeds in two runs of 10). Whether the data are such is not public, so
 every fit names the gap as a bias its interval does not cover
 (:data:`ESTIMAND_BIAS`; status "biased"), and auto takes Theil-Sen only where no
 unbiased mechanism is predicted usable (dpstats/planning/selection.py).
