@@ -261,12 +261,17 @@ class Cell:
     seconds: float
 
 
+def cell_rngs(index: int) -> tuple[np.random.Generator, np.random.Generator]:
+    """The cell's generators: one for its data sets, one for the draws (both settings see the same data)."""
+    data, draws = (np.random.default_rng(np.random.SeedSequence([SEED, index, k])) for k in (0, 1))
+    return data, draws
+
+
 def run_cell(args: tuple[int, CellSpec, int, int, str]) -> Cell:
     """Every method on ``datasets`` data sets x ``trials`` trials of one cell, in one setting."""
     index, cell, datasets, trials, setting = args
     start = time.process_time()
-    data_rng = np.random.default_rng(np.random.SeedSequence([SEED, index, 0]))
-    rng = np.random.default_rng(np.random.SeedSequence([SEED, index, 1]))
+    data_rng, rng = cell_rngs(index)
     share = SETTINGS[setting]
     fitters = {**dpstats_fitters(share), **diffprivlib_fitter()}
     if cell.d == 1 and not cell.levels:
@@ -451,8 +456,9 @@ def main(argv: list[str] | None = None) -> None:
     tasks = [(i, cell, args.datasets, args.trials, setting) for setting in args.settings for i, cell in indexed]
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        done = list(pool.map(run_cell, sorted(tasks, key=lambda t: -t[1].n * t[1].d)))
-    results = dict(zip(((t[4], t[1]) for t in sorted(tasks, key=lambda t: -t[1].n * t[1].d)), done, strict=True))
+        largest_first = sorted(tasks, key=lambda t: -t[1].n * t[1].d)
+        done = pool.map(run_cell, largest_first)
+        results = {(t[4], t[1]): cell for t, cell in zip(largest_first, done, strict=True)}
     for setting in args.settings:
         cells = [results[setting, cell] for cell in cells_in]
         spent = "all of eps on the point" if SETTINGS[setting] == 0 else "each mechanism's default se_share"

@@ -27,7 +27,7 @@ import argparse
 import math
 
 import numpy as np
-from bench_auto import SEED, data_set, grid, ols_target, target
+from bench_auto import cell_rngs, data_set, grid, ols_target, target
 
 from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import PrivacyRequest
@@ -83,8 +83,7 @@ def trial(design, eps: float, rng: np.random.Generator) -> dict[str, np.ndarray 
 
 
 def run(index: int, cell, datasets: int, trials: int) -> dict[str, float]:
-    data_rng = np.random.default_rng(np.random.SeedSequence([SEED, index, 0]))  # bench_auto's data sets
-    rng = np.random.default_rng(np.random.SeedSequence([SEED, index, 1]))
+    data_rng, rng = cell_rngs(index)  # bench_auto's data sets
     errors: dict[str, list[float]] = {v: [] for v in VARIANTS}
     for _ in range(datasets):
         formula, frame, bounds, levels = data_set(cell, data_rng)
