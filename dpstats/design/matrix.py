@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .units import Units
+
 Total = TypeVar("Total")
 Statistic = Callable[["Design"], Total]
 """A statistic of a design's rows that adds over disjoint chunks of them (sums, dpstats/design/moments.py)."""
@@ -68,6 +70,10 @@ class Design:
     dpstats/distributed/dask_design.py) has ``y`` and ``X`` None, its public n in
     ``rows`` and ``chunks``, which sums a statistic over its partitions: a
     mechanism that supports it reads the rows only through :meth:`total`.
+
+    ``units`` (None: the privacy unit is a row) gives every row's privacy unit
+    when the call declared ``unit=`` and ``max_rows=`` (dpstats/design/units.py):
+    the rows are already bounded to ``units.max_rows`` per unit.
     """
 
     y: np.ndarray
@@ -81,6 +87,7 @@ class Design:
     variables: Variables | None = field(default=None, repr=False, compare=False)
     rows: int | None = None
     chunks: Callable[[Statistic], Any] | None = field(default=None, repr=False, compare=False)
+    units: Units | None = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:
@@ -101,7 +108,8 @@ class Design:
         variables = self.variables
         if variables is not None:
             variables = replace(variables, frame=variables.frame.iloc[rows])
-        return replace(self, y=self.y[rows], X=self.X[rows], variables=variables)
+        units = None if self.units is None else self.units.subset(rows)
+        return replace(self, y=self.y[rows], X=self.X[rows], variables=variables, units=units)
 
     @property
     def slope_indices(self) -> np.ndarray:

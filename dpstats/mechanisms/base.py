@@ -111,6 +111,11 @@ class MechanismSpec:
     """The estimators whose ``fit`` reads the rows only through ``Design.total`` (sums over chunks of
     rows, dpstats/design/moments.py), so that it runs on a Dask DataFrame's partitions
     (dpstats/distributed/dask_design.py)."""
+    unit_native: bool = False
+    """Whether ``fit`` proves its own guarantee at the unit level when ``design.units`` is set: it is given the
+    unit-level request, bounds what one unit's rows move and clusters its standard errors by unit. Any other
+    mechanism is run at the row-level request that group privacy turns into the unit-level one, with no
+    standard errors (dpstats/mechanisms/units.py)."""
 
     def check_privacy(self, privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
         """Check the privacy parameters against the mechanism before any data are read.
