@@ -8,6 +8,7 @@ from typing import TypeVar
 
 import pandas as pd
 
+from ..design.units import Units, bound_contributions, check_unit
 from ..distributed.by_group import fit_by_group as fit_dask_by_group
 from ..distributed.dask_design import dask_design, is_dask
 from ..frontend.formula import build_design, check_data
@@ -25,6 +26,7 @@ from ..privacy.budget import Accountant, check_accountant, requested_spend
 from ..privacy.noise import RandomState, make_rng
 from ..results.quantile_fits import DPQuantileFits
 from ..results.regression import DPRegressionResults
+from .unit_calls import check_unit_plan, unit_candidates, unit_release
 
 
 def dp_ols(
@@ -49,6 +51,8 @@ def dp_ols(
     force: bool = False,
     target: float | None = None,
     integers: Sequence[str] | None = None,
+    unit: str | None = None,
+    max_rows: int | None = None,
     **options: object,
 ) -> DPRegressionResults | DPGroupedResults:
     """Differentially private least squares from a formula.
@@ -128,15 +132,26 @@ def dp_ols(
         perturbed histogram gives each value a cell of its own where the
         budget allows (dpstats/mechanisms/histogram/layout.py); one fit on a
         pandas DataFrame.
+    unit, max_rows : the privacy unit is every row of one value of the column
+        ``unit`` (a person, a firm), of which at most ``max_rows`` rows (public,
+        required with ``unit``) are kept, chosen without looking at the values;
+        ``res.nobs`` counts the kept rows. Neighbouring datasets then differ in
+        every row of one unit, the units and their numbers of rows being public
+        (dpstats/design/units.py). Tukey depth (``delta > 0``) and NoisyStats
+        prove the guarantee at that level and cluster their standard errors by
+        unit; every other mechanism runs at the row level with eps / max_rows
+        (group privacy, dpstats/mechanisms/units.py) and reports no standard
+        errors, and ``method="auto"`` chooses among the first two. The summary's
+        "Neighbours" line names the unit and k. One fit on a pandas DataFrame.
     **options : the mechanism's hyperparameters.
 
-    Neighbouring datasets differ in one row and have the same n (public).
+    Neighbouring datasets differ in one row and have the same n (public), unless ``unit`` is given.
     """
     eps, rho = check_budget(eps, rho)
     accountant = check_accountant(budget)
     privacy = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
-    plan = _plan("ols", privacy, method, options, force, target, integers)
-    _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
+    plan = _plan("ols", privacy, method, options, force, target, integers, check_unit(unit, max_rows))
+    _check_ungrouped(by, groups, group_sizes, count_share, n_jobs, plan)
     if by is not None:
         grouped = _grouped_call(plan, by, groups, group_sizes, count_share, missing)
         return _charged(
@@ -175,6 +190,8 @@ def dp_quantreg(
     force: bool = False,
     target: float | None = None,
     integers: Sequence[str] | None = None,
+    unit: str | None = None,
+    max_rows: int | None = None,
     **options: object,
 ) -> DPRegressionResults | DPQuantileFits | DPGroupedResults:
     """Differentially private quantile regression from a formula.
@@ -193,7 +210,8 @@ def dp_quantreg(
         quantile-regression mechanism.
     force, target : as for :func:`dp_ols`; with several quantiles each
         quantile's share of eps is judged.
-    integers : as for :func:`dp_ols`.
+    integers, unit, max_rows : as for :func:`dp_ols`; with ``unit`` and ``max_rows > 1``, auto needs
+        ``delta > 0`` (Tukey depth's models of whole units).
     **options : the mechanism's hyperparameters; for ``"kng"``: ``norm``
         (``"linf"``, ``"l2"``, ``"l1"``), ``B`` (the radius of the domain
         ``||theta||_1 <= B`` on the scaled problem, default 2) and ``steps``
@@ -211,8 +229,8 @@ def dp_quantreg(
     eps, delta, share = check_eps(eps), check_delta(delta), check_share(se_share)
     accountant = check_accountant(budget)
     request = PrivacyRequest(eps=eps, delta=delta, se_share=share)
-    plan = _plan("quantreg", request, method, options, force, target, integers)
-    _check_ungrouped(by, groups, group_sizes, count_share, n_jobs)
+    plan = _plan("quantreg", request, method, options, force, target, integers, check_unit(unit, max_rows))
+    _check_ungrouped(by, groups, group_sizes, count_share, n_jobs, plan)
     if by is not None:
         if not isinstance(quantiles, float):
             raise ValueError("a grouped fit (by=) takes one quantile q")
@@ -310,6 +328,7 @@ class _Plan:
     force: bool = False
     target: float | None = None
     integers: Sequence[str] | str | None = None  # declared whole-valued variables (checked by build_design)
+    unit: tuple[str, int] | None = None  # the privacy unit's column and max_rows (dpstats/design/units.py)
 
 
 def _plan(
@@ -320,28 +339,38 @@ def _plan(
     force: object = False,
     target: object = None,
     integers: object = None,
+    unit: tuple[str, int] | None = None,
 ) -> _Plan:
     """Every check of the method, its options, the privacy request and the refusal's inputs (public only)."""
     if not isinstance(force, bool):
         raise ValueError("force must be True or False")
-    checked = {"force": force, "target": check_target(target), "integers": integers}
+    checked = {"force": force, "target": check_target(target), "integers": integers, "unit": unit}
     if method == "auto":
         if options:
             raise ValueError(f"options {sorted(options)} need an explicit method=...")
         if privacy.rho is not None:
             raise ValueError("method='auto' takes eps (and delta); rho is for method='gradient', variant='zcdp'")
-        return _Plan(None, {}, True, "approx" if privacy.delta > 0 else "pure", privacy, **checked)
-    spec = get_mechanism(method, estimator)
-    hyper = spec.check_options(options)
-    spec.check_privacy(privacy, hyper)
-    return _Plan(spec, hyper, spec.needs_bounds, spec.notion(privacy, hyper), privacy, **checked)
+        plan = _Plan(None, {}, True, "approx" if privacy.delta > 0 else "pure", privacy, **checked)
+    else:
+        spec = get_mechanism(method, estimator)
+        hyper = spec.check_options(options)
+        spec.check_privacy(privacy, hyper)
+        plan = _Plan(spec, hyper, spec.needs_bounds, spec.notion(privacy, hyper), privacy, **checked)
+    if unit is not None:
+        check_unit_plan(plan.spec, privacy, plan.notion, estimator, unit[1])
+    return plan
 
 
 Result = TypeVar("Result", DPRegressionResults, DPQuantileFits, DPGroupedResults)
 
 
-def _check_ungrouped(by: str | None, groups: object, group_sizes: object, count_share: object, n_jobs: object) -> None:
-    """The grouping arguments need ``by=``; ``n_jobs`` is a positive number of processes."""
+def _check_ungrouped(
+    by: str | None, groups: object, group_sizes: object, count_share: object, n_jobs: object, plan: _Plan
+) -> None:
+    """The grouping arguments need ``by=``; ``n_jobs`` is a positive number of processes; ``unit=`` is for
+    one fit."""
+    if by is not None and plan.unit is not None:
+        raise ValueError("unit= is for one fit: a grouped fit (by=) protects rows")
     if by is None and any(v is not None for v in (groups, group_sizes, count_share, n_jobs)):
         raise ValueError("groups, group_sizes, count_share and n_jobs are for a grouped fit: pass by='<column>'")
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1):
@@ -418,21 +447,25 @@ def _fit(
     """One fit of a checked plan: the first step that reads the data is ``build_design``;
     ``method="auto"`` chooses from n, the budget and the design's shape, which
     the formula and the declarations alone decide (dpstats/planning/)."""
-    privacy, spec, hyper, reason, note = plan.privacy, plan.spec, plan.hyper, None, None
+    privacy, spec, hyper, reason, note, units = plan.privacy, plan.spec, plan.hyper, None, None, None
     rng = make_rng(random_state)
     if not is_dask(data):
         data = check_data(data)
+        data, units = _bounded(data, plan, rng)
         note = _plan_note(estimator, formula, data, plan, bounds, levels)
     if is_dask(data):  # the rows stay on the workers: dpstats/distributed/dask_design.py
-        if plan.integers is not None:
-            raise ValueError("integers= is for one fit on a pandas DataFrame, not a Dask DataFrame")
+        if plan.integers is not None or plan.unit is not None:
+            raise ValueError("integers= and unit= are for one fit on a pandas DataFrame, not a Dask DataFrame")
         design, formula_spec = dask_design(formula, data, bounds, levels, spec, estimator, plan.need_bounds, missing)
     else:
         design, formula_spec = build_design(
             formula, data, bounds, levels, need_bounds=plan.need_bounds, missing=missing, integers=plan.integers
         )
+    if units is not None:
+        design = replace(design, units=units)
     if spec is None:
-        choice = choose(PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share))
+        _, allowed = unit_candidates(plan.unit)
+        choice = choose(PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share), allowed)
         reason = choice.reason
         spec = get_mechanism(choice.method, estimator)
         hyper = spec.check_options(choice.options)
@@ -441,7 +474,7 @@ def _fit(
         spec.check_privacy(privacy, hyper)
     spec.check_design(design)
     quantile = {} if q is None else {"q": q}  # quantile regression: the mechanism's fit gets q
-    release = spec.fit(design, privacy, rng, **hyper, **quantile)
+    release = unit_release(spec, design, privacy, rng, {**hyper, **quantile})
     return DPRegressionResults.from_release(
         release,
         estimator=estimator,
@@ -472,10 +505,24 @@ def _plan_note(
     request = plan.privacy
     if request.eps is None or not plan.need_bounds:
         return None
+    unit_rows, allowed = unit_candidates(plan.unit)
     call = PlannedCall(
-        formula, len(data), request.eps, request.delta, bounds, levels, estimator, request.se_share, plan.target
-    )
+        formula, len(data), request.eps, request.delta, bounds, levels, estimator, request.se_share, plan.target,
+        allowed, unit_rows,
+    )  # fmt: skip
     note = call.verdict("auto" if plan.spec is None else plan.spec.name, plan.hyper, list(data.columns))
     if note is not None and plan.spec is None and not plan.force:
         raise call.refusal(note)
     return note
+
+
+def _bounded(data: pd.DataFrame, plan: _Plan, rng) -> tuple[pd.DataFrame, Units | None]:
+    """The rows a call with ``unit=`` keeps (at most ``max_rows`` per unit: dpstats/design/units.py), and their
+    units; the data unchanged without ``unit=``. The unit's column must exist (a schema fact)."""
+    if plan.unit is None:
+        return data, None
+    name, k = plan.unit
+    if name not in data.columns:
+        raise ValueError(f"unit={name!r} is not a column of the data")
+    kept, units = bound_contributions(data[name], name, k, rng)
+    return data.iloc[kept], units

@@ -41,8 +41,8 @@ class Units:
         """The neighbour relation a fit with these units reports."""
         rows = "row" if self.max_rows == 1 else "rows"
         return (
-            f"one {self.name} (at most {self.max_rows} {rows}): neighbouring datasets differ in every row of one "
-            f"{self.name}; the units and their numbers of rows are public"
+            f"one {self.name} (at most {self.max_rows} {rows}; {self.count} units): neighbouring datasets differ "
+            f"in every row of one {self.name}; the units and their numbers of rows are public"
         )
 
     def subset(self, rows: slice | np.ndarray) -> Units:
@@ -65,7 +65,9 @@ def check_unit(unit: object, max_rows: object) -> tuple[str, int] | None:
     return unit, int(max_rows)
 
 
-def bound_contributions(keys: pd.Series, name: str, max_rows: int, rng: np.random.Generator) -> tuple[np.ndarray, Units]:
+def bound_contributions(
+    keys: pd.Series, name: str, max_rows: int, rng: np.random.Generator
+) -> tuple[np.ndarray, Units]:
     """The positions of the kept rows (in the data's order) and their :class:`Units` (module docstring).
 
     Codes follow the units' first appearance; missing keys share one code.
@@ -80,5 +82,4 @@ def bound_contributions(keys: pd.Series, name: str, max_rows: int, rng: np.rando
     lengths = np.diff(np.r_[starts, codes.size])
     rank = np.arange(codes.size) - np.repeat(starts, lengths)
     kept = np.sort(order[rank < max_rows])
-    return kept, Units(name, codes[kept], int(len(uniques)), max_rows)
-
+    return kept, Units(name, codes[kept], len(uniques), max_rows)

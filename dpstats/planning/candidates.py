@@ -18,7 +18,7 @@ with categorical terms it is an extrapolation.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .facts import PublicFacts
 
@@ -45,6 +45,16 @@ class Candidate:
     """Whether the error table measures that bias (in its large-eps cells), so that a prediction includes it.
     Theil-Sen's gap from least squares is nil on the table's reference designs (y linear in x, symmetric
     errors) and not on real data: its predictions leave it out, and it never counts as negligible."""
+    whole_units: bool = False
+    """Whether its batches hold whole units when the privacy unit is one of k rows (Tukey depth:
+    dpstats/mechanisms/tukey/models.py), so that a unit costs it what a row does; any other candidate's error
+    is read at eps / k (:meth:`at_unit_level`)."""
+
+    def at_unit_level(self, facts: PublicFacts) -> PublicFacts:
+        """The facts its error is read at: eps / k where one unit moves k rows of its sums (group privacy)."""
+        if facts.unit_rows == 1 or self.whole_units:
+            return facts
+        return replace(facts, eps=facts.eps / facts.unit_rows)
 
     def min_rows(self, d: int) -> int:
         """The smallest n the calibration simulates at dimension d."""
@@ -87,10 +97,10 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate("theilsen", "theilsen", "ols", _one, max_slopes=1, biased=True, bias_calibrated=False),
     Candidate("gradient", "gradient", "ols", _one, max_slopes=1),
     Candidate("histogram", "histogram", "ols", _variables, biased=True),
-    Candidate("tukey", "tukey", "ols", _slopes, delta=TUKEY_DELTA),
+    Candidate("tukey", "tukey", "ols", _slopes, delta=TUKEY_DELTA, whole_units=True),
     Candidate("histogram (median)", "histogram", "quantreg", _variables, biased=True),
     Candidate("noisystats (repaired)", "noisystats", "ols", _noisystats, options={"singular": "repair"}),
-    Candidate("tukey (median)", "tukey", "quantreg", _slopes, delta=TUKEY_DELTA),
+    Candidate("tukey (median)", "tukey", "quantreg", _slopes, delta=TUKEY_DELTA, whole_units=True),
 )
 """The calibrated candidates, in order of preference on ties.
 

@@ -242,7 +242,9 @@ def calibrated_eps(candidate: Candidate, facts: PublicFacts) -> float:
 
 
 def predict(candidate: Candidate, facts: PublicFacts) -> Prediction:
-    """The candidate's predicted error for ``facts``: its grid (:func:`reference`) at :func:`calibrated_eps`."""
+    """The candidate's predicted error for ``facts``: its grid (:func:`reference`) at :func:`calibrated_eps`
+    (at the unit level: :meth:`~dpstats.planning.candidates.Candidate.at_unit_level`)."""
+    facts = candidate.at_unit_level(facts)
     grid, shape = reference(candidate, facts)
     point = (math.log(facts.n), math.log(calibrated_eps(candidate, facts)), math.log(shape))
     nearest = tuple(

@@ -22,6 +22,10 @@ class PublicFacts:
     ``se_share`` is the user's (None: each mechanism's default); with it the
     error model knows the budget each mechanism's point estimate gets.
     ``dummy`` holds, per slope, whether it is in a one-hot block.
+    ``unit_rows`` is the call's ``max_rows`` when its privacy unit is every row
+    of one unit (dpstats/design/units.py), 1 for a row: one unit then moves up
+    to that many rows, and a candidate's error is read at ``eps / unit_rows``
+    unless its batches hold whole units (``Candidate.whole_units``).
     """
 
     n: int
@@ -36,6 +40,7 @@ class PublicFacts:
     term_names: tuple[str, ...]
     se_share: float | None = None
     dummy: tuple[bool, ...] = ()
+    unit_rows: int = 1
 
     @property
     def continuous(self) -> int:
@@ -72,4 +77,5 @@ class PublicFacts:
             term_names=tuple(design.term_names[j] for j in slopes),
             se_share=se_share,
             dummy=tuple(int(j) in blocked for j in slopes),
+            unit_rows=1 if design.units is None else design.units.max_rows,
         )

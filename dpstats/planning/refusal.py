@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from .candidates import CANDIDATES, Candidate, label_of
 from .comparison import MethodComparison, compare_methods, plan_facts
@@ -92,10 +92,13 @@ def _candidate(method: str, options: Mapping[str, object], estimator: str) -> Ca
     return max(matches, key=lambda c: len(c.options), default=None)
 
 
-def _prediction(facts: PublicFacts, method: str, options: Mapping[str, object]) -> Prediction | None:
-    """The prediction for the mechanism the call runs (auto's choice), None where the model has none."""
+def _prediction(
+    facts: PublicFacts, method: str, options: Mapping[str, object], allowed: Collection[str] | None = None
+) -> Prediction | None:
+    """The prediction for the mechanism the call runs (auto's choice among ``allowed``), None where the model
+    has none."""
     if method == "auto":
-        choice = choose(facts)
+        choice = choose(facts, allowed)
         label = label_of(choice.method, choice.options, facts.estimator)
         return next((p for p in choice.predictions if p.label == label), None)
     candidate = _candidate(method, options, facts.estimator)
@@ -118,6 +121,10 @@ class PlannedCall:
     estimator: str
     se_share: float | None
     target: float | None
+    allowed: Collection[str] | None = None
+    """The methods auto may choose (None: all; with ``unit=``, the unit-native ones)."""
+    unit_rows: int = 1
+    """The call's ``max_rows`` when its privacy unit is one of several rows (``PublicFacts.unit_rows``)."""
 
     def verdict(self, method: str, options: Mapping[str, object], columns: Sequence[str]) -> str | None:
         """The verdict on the call run by ``method`` (module docstring); ``columns`` are the data's names."""
@@ -125,7 +132,8 @@ class PlannedCall:
             self.formula, self.n, self.eps, self.bounds, self.levels, self.estimator, self.delta, self.se_share,
             columns=columns,
         )  # fmt: skip
-        prediction = _prediction(facts, method, options)
+        facts = replace(facts, unit_rows=self.unit_rows)
+        prediction = _prediction(facts, method, options, self.allowed)
         return None if prediction is None else verdict(prediction, facts, self.target)
 
     def refusal(self, reason: str) -> RefusedBeforeSpending:

@@ -27,6 +27,7 @@ which samples that density exactly (Reimherr & Awan 2019, section 4.5).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,13 +64,17 @@ def scores(predictions: list[Prediction]) -> np.ndarray:
         return np.exp(np.mean(np.log(ratio), axis=1))
 
 
-def choose(facts: PublicFacts) -> Choice:
-    """The mechanism for ``facts`` (module docstring)."""
-    if facts.estimator == "quantreg" and facts.slopes + facts.intercept == 1:
+def choose(facts: PublicFacts, allowed: Collection[str] | None = None) -> Choice:
+    """The mechanism for ``facts`` (module docstring), among the methods ``allowed`` (None: all of them;
+    with ``unit=``, those that cluster their standard errors by unit: dpstats/mechanisms/units.py)."""
+    allowed = None if allowed is None else frozenset(allowed)
+    if facts.estimator == "quantreg" and facts.slopes + facts.intercept == 1 and (allowed is None or "kng" in allowed):
         reason = "one design column: KNG samples its density exactly (Reimherr & Awan 2019, section 4.5)"
         return Choice("kng", {}, reason, (), ())
     applicable, refusals = [], []
     for candidate in CANDIDATES:
+        if allowed is not None and candidate.method not in allowed:
+            continue
         refusal = candidate.refusal(facts)
         if refusal is None:
             prediction = predict(candidate, facts)

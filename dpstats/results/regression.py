@@ -272,6 +272,7 @@ class DPRegressionResults(MakeTablesPlugin):
                     "delta": self.privacy.delta,
                     "rho": self.privacy.rho,
                     "proven": self.privacy.proven,
+                    "neighbours": self.privacy.neighbours,
                     "failed": self.failed,
                     "status": self.status,
                     "bias": self.bias,

@@ -23,4 +23,5 @@ SPEC = MechanismSpec(
     fit=fit,
     se_share=se_share,
     check_request=check_request,
+    unit_native=True,
 )

@@ -111,6 +111,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ...design.matrix import Design
+from ...design.units import Units
 from ...privacy import noise
 from ...privacy.accounting import PrivacySpent
 from ...privacy.noise import exponential_mechanism_point_release, laplace_mechanism
@@ -119,7 +120,7 @@ from . import depth as td
 from . import inference
 from .default_m import MIN_MODELS, default_m
 from .jackknife import batch_ols_jackknife
-from .models import BatchFit, batch_ols, partition_models
+from .models import BatchFit, batch_ols, partition_models, unit_partition_models
 from .quantile_models import quantile_batch_fit
 
 DEFAULTS: dict[str, object] = {"m": None, "jackknife": True, "skew": inference.SKEW}
@@ -167,8 +168,19 @@ def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> Non
         raise ValueError(f"m must be at least {MIN_MODELS}: with fewer models the PTR test can never pass")
 
 
-def check_models(n: int, d: int, m: int) -> None:
-    """An explicit error when the batches would hold fewer rows than the design has columns."""
+def models_for(n: int, d: int, eps: float, delta: float, units: Units | None = None) -> int:
+    """The default number of models (:func:`.default_m.default_m`), at most one per unit when the privacy unit
+    is a unit of rows (each batch holds whole units: :func:`.models.unit_partition_models`)."""
+    m = default_m(n, d, eps, delta)
+    return m if units is None else max(min(m, units.count), 1)
+
+
+def check_models(n: int, d: int, m: int, units: Units | None = None) -> None:
+    """An explicit error when the batches would hold fewer rows than the design has columns, or no unit."""
+    if units is not None and units.count < m:
+        raise ValueError(
+            f"m={m} models need at least m {units.name}s (each model holds whole units); choose m <= {units.count}"
+        )
     if n // m < d:
         raise ValueError(
             f"m={m} models on n={n} rows leave floor(n/m)={n // m} rows per model, fewer than the "
@@ -205,11 +217,18 @@ def fit(
     share = privacy.share(inference.default_share(n, d, privacy.eps, privacy.delta, m))
     point_privacy = PrivacyRequest(privacy.eps * (1.0 - share), privacy.delta)
     rule = "given" if m is not None else "default"
-    m = int(m) if m is not None else default_m(n, d, point_privacy.eps, privacy.delta)
-    check_models(n, d, m)
-    models = partition_models(design.X, design.y, m, rng, batch_fit(q, jackknife))
+    units = design.units
+    m = int(m) if m is not None else models_for(n, d, point_privacy.eps, privacy.delta, units)
+    check_models(n, d, m, units)
+    fits = batch_fit(q, jackknife)
+    if units is None:
+        models = partition_models(design.X, design.y, m, rng, fits)
+    else:
+        models = unit_partition_models(design.X, design.y, units.codes, units.count, m, rng, fits)
     point, stats, info = release_from_models(models, point_privacy, rng)
     info = {"m": m, "m rule": rule, "rows per model": n // m, **info}
+    if units is not None:
+        info = {**info, f"{units.name}s per model": units.count // m}
     spent = privacy_spent(privacy, share, d)
     note = SE_NOTE if share > 0 else (NO_SE_NOTE if privacy.se_share == 0 else UNAFFORDABLE_NOTE)
     if point is None:

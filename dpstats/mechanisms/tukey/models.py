@@ -89,6 +89,45 @@ def partition_models(
     return break_ties(models, rng)
 
 
+def unit_partition_models(
+    X: np.ndarray,
+    y: np.ndarray,
+    codes: np.ndarray,
+    count: int,
+    m: int,
+    rng: np.random.Generator,
+    batch_fit: BatchFit | None = None,
+) -> np.ndarray:
+    """``(m, d)``: the models of m disjoint batches made of whole units (``codes[i]`` is row i's unit of
+    ``count``; dpstats/design/units.py).
+
+    A uniformly random permutation of the units deals them to the batches in
+    turn, so every batch holds ``floor(count/m)`` or ``ceil(count/m)`` units
+    and all the rows of each. The deal reads the units' codes, which are the
+    same on unit-level neighbours (the panel's shape is public), and draws
+    that do not depend on the data; so replacing every row of one unit
+    changes the batch of that unit only, and the proof of
+    dpstats/mechanisms/tukey/mechanism.py (step (a)) holds with "row"
+    read as "unit". Batches of equal size are fitted together.
+    """
+    batch_fit = batch_ols if batch_fit is None else batch_fit
+    d = X.shape[1]
+    batch_of_unit = np.empty(count, dtype=np.int64)
+    batch_of_unit[noise.permutation(rng, count)] = np.arange(count) % m
+    signs = unknown_signs(rng, m, d)
+    batch = batch_of_unit[codes]
+    order = np.argsort(batch, kind="stable")
+    sizes = np.bincount(batch, minlength=m)
+    rows_of = np.split(order, np.cumsum(sizes)[:-1])
+    models, dropped = np.zeros((m, d)), np.zeros((m, d), dtype=bool)
+    for size in np.unique(sizes):
+        same = np.flatnonzero(sizes == size)
+        rows = np.vstack([rows_of[j] for j in same]) if size else np.zeros((same.size, 0), dtype=np.int64)
+        models[same], dropped[same] = batch_fit(np.take(X, rows, axis=0), np.take(y, rows))
+    models[dropped] = signs[dropped] * MODEL_LIMIT
+    return break_ties(models, rng)
+
+
 def unknown_signs(rng: np.random.Generator, m: int, d: int) -> np.ndarray:
     """``(m, d)`` signs, +1 or -1 with probability 1/2 each, drawn before the data are read (module docstring)."""
     return np.where(noise.uniform(rng, 0.0, 1.0, (m, d)) < 0.5, -1.0, 1.0)

@@ -1,0 +1,78 @@
+"""A call whose privacy unit is every row of one unit (``unit=``, ``max_rows=k``): its checks, auto's candidates
+and the release (docs/DESIGN.md section 2).
+
+With k = 1 a unit has one row and the call is a row-level call that names its
+unit. With k > 1 a unit-native mechanism (``MechanismSpec.unit_native``: it
+proves the guarantee at the unit level and clusters its standard errors by
+unit) runs at the user's request; any other runs at the row-level request
+whose group privacy is the user's (dpstats/mechanisms/units.py), without
+standard errors, and its release reports the unit-level budget. auto chooses
+among the unit-native mechanisms; its error model reads NoisyStats at eps / k
+(its sensitivities are k times one row's) and Tukey depth at eps (its batches
+hold whole units): dpstats/planning/candidates.py, ``Candidate.whole_units``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from ..design.matrix import Design
+from ..mechanisms import REGISTRY, MechanismSpec, PrivacyRequest, Release
+from ..mechanisms.units import row_request, unit_spent, without_row_intervals
+
+
+def unit_native_methods() -> frozenset[str]:
+    """The registered mechanisms that prove the unit-level guarantee and cluster their intervals themselves."""
+    return frozenset(name for name, spec in REGISTRY.items() if spec.unit_native)
+
+
+def check_unit_plan(
+    spec: MechanismSpec | None, privacy: PrivacyRequest, notion: str, estimator: str, max_rows: int
+) -> None:
+    """A ``unit=`` call's public checks, before any data are read."""
+    if notion == "zcdp":
+        raise ValueError("unit= takes eps (and delta): a zCDP budget's group privacy is not converted here")
+    if max_rows == 1:
+        return
+    if spec is None:
+        if estimator == "quantreg" and privacy.delta == 0:
+            raise ValueError(
+                "with unit= and max_rows > 1, auto's quantile regression needs delta > 0: Tukey depth, whose "
+                "models hold whole units, is the mechanism that clusters its intervals by unit; an explicit "
+                "method= gives a point estimate at eps / max_rows without standard errors"
+            )
+        return
+    if not spec.unit_native and privacy.se_share not in (None, 0.0):
+        raise ValueError(
+            f"method={spec.name!r} has no standard errors clustered by unit: with unit= it spends nothing on "
+            "them; pass se_share=None or 0, or method='noisystats' or 'tukey'"
+        )
+
+
+def unit_candidates(unit: tuple[str, int] | None) -> tuple[int, frozenset[str] | None]:
+    """A call's rows per unit (1 for a row) and the methods auto may choose for it (None: all)."""
+    if unit is None or unit[1] == 1:
+        return 1, None
+    return unit[1], unit_native_methods()
+
+
+def unit_release(
+    spec: MechanismSpec,
+    design: Design,
+    privacy: PrivacyRequest,
+    rng: np.random.Generator,
+    options: Mapping[str, object],
+) -> Release:
+    """``spec``'s release on ``design`` at the call's privacy unit (module docstring)."""
+    units = design.units
+    if units is None:
+        return spec.fit(design, privacy, rng, **options)
+    grouped = units.max_rows > 1 and not spec.unit_native
+    if grouped:
+        release = without_row_intervals(spec.fit(design, row_request(privacy, units.max_rows), rng, **options), units)
+    else:
+        release = spec.fit(design, privacy, rng, **options)
+    return replace(release, privacy=unit_spent(release.privacy, privacy, units, grouped))
