@@ -52,8 +52,13 @@ def row_request(privacy: PrivacyRequest, k: int) -> PrivacyRequest:
     """The row-level request whose group privacy over k rows is ``privacy`` (module docstring), with no
     budget for standard errors."""
     eps = float(privacy.eps) / k
-    chain = sum(math.exp(i * eps) for i in range(k))
-    return PrivacyRequest(eps=eps, delta=privacy.delta / chain, se_share=0.0)
+    if privacy.delta == 0:
+        return PrivacyRequest(eps=eps, delta=0.0, se_share=0.0)
+    log_chain = float(np.logaddexp.reduce(eps * np.arange(k)))
+    delta = math.exp(math.log(privacy.delta) - log_chain)
+    if delta == 0:
+        raise ValueError(f"delta={privacy.delta:g} spread over {k} rows at eps/{k} = {eps:g} is below a float")
+    return PrivacyRequest(eps=eps, delta=delta, se_share=0.0)
 
 
 def unit_spent(spent: PrivacySpent, privacy: PrivacyRequest, units: Units, grouped: bool) -> PrivacySpent:
@@ -65,7 +70,9 @@ def unit_spent(spent: PrivacySpent, privacy: PrivacyRequest, units: Units, group
     """
     k = units.max_rows
     split = tuple((name, part * k) for name, part in spent.split) if grouped else spent.split
-    return replace(spent, eps=float(privacy.eps), delta=privacy.delta, split=split, neighbours=units.neighbours)
+    return replace(
+        spent, eps=float(privacy.eps), delta=privacy.delta, split=split, neighbours=units.neighbours, unit=units.name
+    )
 
 
 def without_row_intervals(release: Release, units: Units) -> Release:

@@ -63,7 +63,9 @@ class PrivacySpent:
     ``notion`` is ``"pure"`` (eps-DP), ``"approx"`` ((eps, delta)-DP) or
     ``"zcdp"`` (rho-zCDP, with the implied (eps, delta) in ``eps``/``delta``).
     ``split`` names each internal release with the part of the budget it used;
-    for pure DP its eps add up to ``eps`` by basic composition. ``proven`` is
+    for pure DP its eps add up to ``eps`` by basic composition. ``unit`` and
+    ``neighbours`` say whom the guarantee protects (one row, or every row of
+    one unit: dpstats/design/units.py). ``proven`` is
     False where the guarantee rests on a sampler whose closeness to its target
     distribution is not proven (an MCMC chain); ``caveats`` then say what holds.
     """
@@ -76,6 +78,8 @@ class PrivacySpent:
     neighbours: str = NEIGHBOURS
     caveats: tuple[str, ...] = field(default_factory=tuple)
     proven: bool = True
+    unit: str = "row"
+    """The privacy unit: ``"row"``, or the column whose every row of one value is one unit (``unit=``)."""
 
     def as_dict(self) -> dict:
         """Plain-Python view (for JSON and for R)."""
@@ -86,6 +90,7 @@ class PrivacySpent:
             "rho": self.rho,
             "split": dict(self.split),
             "neighbours": self.neighbours,
+            "unit": self.unit,
             "caveats": list(self.caveats),
             "proven": self.proven,
         }

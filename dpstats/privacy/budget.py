@@ -81,7 +81,7 @@ SLACK = 1e-12
 """Relative slack of every cap, for float rounding of the totals."""
 FILE_FORMAT = "dpstats.PrivacyBudget"
 FILE_VERSION = 1
-LEDGER_COLUMNS = ("time", "formula", "estimator", "q", "method", "notion", "eps", "delta", "rho", "failed")
+LEDGER_COLUMNS = ("time", "formula", "estimator", "q", "method", "notion", "eps", "delta", "rho", "unit", "failed")
 
 
 class BudgetExceeded(ValueError):
@@ -164,6 +164,7 @@ class Entry:
     rho: float | None
     q: tuple[float, ...] | None = None
     failed: bool = False
+    unit: str = "row"
 
     def as_dict(self) -> dict[str, Any]:
         """Plain-Python view (a row of the file)."""
@@ -177,6 +178,7 @@ class Entry:
             "eps": self.eps,
             "delta": self.delta,
             "rho": self.rho,
+            "unit": self.unit,
             "failed": self.failed,
         }
 
@@ -204,6 +206,7 @@ class Entry:
                 rho=rho,
                 q=None if q is None else tuple(float(v) for v in q),
                 failed=bool(row.get("failed", False)),
+                unit=str(row.get("unit", "row")),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed ledger row: {exc!r}") from None
@@ -317,6 +320,7 @@ class PrivacyBudget:
             delta=float(spent.delta),
             rho=None if spent.rho is None else float(spent.rho),
             q=None if q is None else tuple(float(v) for v in q),
+            unit=spent.unit,
             **labels,
         )
 
@@ -392,7 +396,7 @@ class PrivacyBudget:
 
     @property
     def ledger(self) -> pd.DataFrame:
-        """One row per release: time (UTC), formula, estimator, q, method, notion, eps, delta, rho, failed.
+        """One row per release: time (UTC), formula, estimator, q, method, notion, eps, delta, rho, unit, failed.
 
         eps, delta and rho are what each result reported (``res.privacy``); a
         failed release is listed, as it spent its budget.
@@ -413,7 +417,24 @@ class PrivacyBudget:
         n = len(self._entries)
         spent = ", ".join(f"{k} = {v:.6g}" for k, v in self.spent.items() if v is not None)
         left = ", ".join(f"{k} = {v:.6g}" for k, v in self.remaining.items())
-        return f"Spent in {n} release{'s' if n != 1 else ''}: {spent}; left: {left}."
+        return f"Spent in {n} release{'s' if n != 1 else ''}{self._unit_clause()}: {spent}; left: {left}."
+
+    @property
+    def unit(self) -> str:
+        """Whom the totals protect: the one privacy unit of every release, else ``"row"``.
+
+        A guarantee for every row of one unit is also one for each of its rows,
+        so releases with different units add up at the row level; their totals
+        protect a unit only when every release protected that unit.
+        """
+        units = {e.unit for e in self._entries}
+        return units.pop() if len(units) == 1 else "row"
+
+    def _unit_clause(self) -> str:
+        if self.unit == "row":
+            mixed = len({e.unit for e in self._entries}) > 1
+            return " (the totals protect one row: its releases protect different units)" if mixed else ""
+        return f" (the totals protect every row of one {self.unit})"
 
     def describe(self) -> str:
         """The budget, its rule, what was spent and what is left (for a paper's appendix)."""

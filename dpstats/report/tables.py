@@ -56,6 +56,8 @@ class Column:
     lower: np.ndarray
     upper: np.ndarray
     pvalue: np.ndarray
+    neighbours: str | None = None
+    """The neighbour relation of a fit whose privacy unit is not one row (None: one row)."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,7 @@ def _(model: DPRegressionResults, alpha: float) -> list[Column]:
             lower=ci["lower"].to_numpy(),
             upper=ci["upper"].to_numpy(),
             pvalue=model.pvalues.to_numpy(),
+            neighbours=None if spent.unit == "row" else spent.neighbours,
         )
     ]
 
@@ -184,6 +187,7 @@ def _(model: ReleasedFit, alpha: float) -> list[Column]:
             lower=np.asarray(lower, dtype=float),
             upper=np.asarray(upper, dtype=float),
             pvalue=pvalues(model.params, model.cov, model.replicates, model.interval),
+            neighbours=None if privacy.get("unit", "row") == "row" else str(privacy.get("neighbours")),
         )
     ]
 
@@ -328,6 +332,11 @@ def _notes(
     if any(c.delta > 0 or c.rho is not None for c in columns):
         privacy += " (with its delta, or rho for zCDP)"
     notes.append(privacy + (": quantiles fitted in one call share that call's eps." if shared else "."))
+    units: dict[str, list[str]] = {}
+    for label, column in zip(labels, columns, strict=True):
+        if column.neighbours is not None:
+            units.setdefault(column.neighbours, []).append(label)
+    notes += [f"{', '.join(group)}: neighbours: {relation}." for relation, group in units.items()]
     biased: dict[str, list[str]] = {}
     for label, column in zip(labels, columns, strict=True):
         if column.failed:
