@@ -236,7 +236,8 @@ def run_ols(args: argparse.Namespace) -> str:
     budget = None if args.budget is None else _load_budget(args.budget)
     if budget is not None:
         _check_budget_first(budget, args, options)
-    data = _read_csv(args.data, list(levels))
+    text_columns = [*levels, *([] if args.unit is None else [args.unit])]  # a unit's key as written, like a level
+    data = _read_csv(args.data, text_columns)
     _check_bound_names(bounds, data)
     kwargs: dict[str, Any] = {
         "eps": args.eps,
@@ -251,6 +252,8 @@ def run_ols(args: argparse.Namespace) -> str:
         "budget": budget,
         "force": args.force,
         "target": args.target,
+        "unit": args.unit,
+        "max_rows": args.max_rows,
         **options,
     }
     res = _fit(args.formula, data, kwargs)
@@ -375,6 +378,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the largest acceptable error of the first regressor's coefficient (its units): auto refuses, "
         "before spending, a call predicted to miss it (default: 10 non-private standard errors)",
+    )
+    ols.add_argument(
+        "--unit",
+        metavar="COLUMN",
+        default=None,
+        help="the privacy unit: every row of one value of COLUMN (a person, a firm), with --max-rows",
+    )
+    ols.add_argument(
+        "--max-rows",
+        type=int,
+        default=None,
+        help="with --unit, the public bound on one unit's rows: at most this many are kept, chosen without "
+        "looking at the values",
     )
     ols.add_argument(
         "--force", action="store_true", help="fit even where auto's plan refuses (the summary's status says so)"

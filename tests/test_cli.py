@@ -287,3 +287,18 @@ def test_rho_for_a_zcdp_mechanism(engel_csv: str, capsys: pytest.CaptureFixture[
     assert "rho" in capsys.readouterr().err
     assert main([*args, "--rho", "0.5", "--eps", "1"]) == 2  # not both
     assert "not allowed with" in capsys.readouterr().err
+
+
+def test_unit_and_max_rows_reach_the_fit_with_the_key_read_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Keys 1 and 1.0 are two units whatever the other rows hold (a numeric dtype would merge them)."""
+    rows = ["id,x,y", *(f"{key},{i % 3},{i % 5}" for i, key in enumerate(["1", "1.0"] * 4 + ["a"] * 3))]
+    csv = tmp_path / "panel.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    call = ["ols", "y ~ x", "--data", str(csv), "--eps", "1", "--bounds", "x=0:2", "--bounds", "y=0:4", "--method"]
+    assert main([*call, "noisystats", "--unit", "id", "--max-rows", "2", "--format", "json", "--seed", "1"]) == 0
+    doc = strict_json(capsys.readouterr().out)
+    assert doc["nobs"] == 6 and "one id (at most 2 rows; 3 units)" in doc["privacy"]["neighbours"]
+    assert main([*call, "noisystats", "--max-rows", "2"]) == 2
+    assert "pass unit=" in capsys.readouterr().err

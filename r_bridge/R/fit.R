@@ -125,7 +125,8 @@
 }
 
 .dp_fit <- function(estimator, call, formula, data, eps, bounds, levels, method, delta,
-                    random_state, missing, options, tau = NULL, budget = NULL, grouped = NULL) {
+                    random_state, missing, options, tau = NULL, budget = NULL, grouped = NULL,
+                    unit = NULL, max_rows = NULL) {
   .check_budget(budget)
   if (is.character(formula) && length(formula) == 1L) formula <- as.formula(formula, env = parent.frame(2L))
   if (!inherits(formula, "formula")) stop("formula must be a formula such as y ~ x", call. = FALSE)
@@ -164,6 +165,11 @@
     options <- c(options, list(by = py_by, groups = as.list(grouped$groups),
                                group_sizes = if (is.null(grouped$group_sizes)) NULL else as.list(grouped$group_sizes)))
   }
+  if (!is.null(unit) || !is.null(max_rows)) {  # the privacy unit's key column, sent under a name of its own
+    sent <- .unit_column(unit, max_rows, data, tr, columns)
+    columns <- sent$columns
+    options <- c(options, sent$options)
+  }
   declared <- .python_declarations(bounds, levels, tr, data, env)
   if (!is.null(random_state)) {
     if (random_state != round(random_state) || random_state < 0) stop("random_state must be a non-negative integer", call. = FALSE)
@@ -188,6 +194,22 @@
     return(.new_quantile_fits(out$result, tr, .public_call(call), formula, bounds, levels))
   }
   .new_fit(out$result, tr, .public_call(call), formula, bounds, levels, estimator, tau)
+}
+
+# unit = "person_id", max_rows = k: the key column goes to Python as text, under its own name when the
+# formula uses the column too; a whole max_rows becomes an integer (Python refuses 5.0 as a count).
+.unit_column <- function(unit, max_rows, data, tr, columns) {
+  if (is.null(unit)) stop("max_rows bounds the rows of one unit: pass unit = '<column>' with it", call. = FALSE)
+  if (!is.character(unit) || length(unit) != 1L || !unit %in% names(data)) {
+    stop("unit must name a column of data (the privacy unit's key, e.g. 'person_id')", call. = FALSE)
+  }
+  if (is.numeric(max_rows) && length(max_rows) == 1L && is.finite(max_rows) && max_rows == round(max_rows) &&
+      abs(max_rows) <= .Machine$integer.max) {
+    max_rows <- as.integer(max_rows)
+  }
+  py_unit <- if (unit %in% tr$vars) ".dpstats_unit" else unit
+  columns[[py_unit]] <- .column_record(data[[unit]], unit, as_character = TRUE)
+  list(columns = columns, options = list(unit = py_unit, max_rows = max_rows))
 }
 
 #' Differentially private regression from an R formula
@@ -226,6 +248,12 @@
 #'   each group spends the whole eps (parallel composition); without it each spends eps / 2, part of it
 #'   on a noisy size (a replaced row can leave one group and join another). The proof is in the Python
 #'   package's dpstats/groups/partition.py.
+#' @param unit \code{NULL}, or the name of the column whose every row of one value is one privacy unit (a
+#'   person, a firm); neighbouring datasets then differ in every row of one unit.
+#' @param max_rows with \code{unit}, the public bound k on one unit's rows: at most k rows per unit are
+#'   kept, chosen without looking at the values. Tukey depth (with \code{delta}) and NoisyStats cluster
+#'   their standard errors by unit; other mechanisms run at eps / k with none. The proof is in the Python
+#'   package's dpstats/mechanisms/units.py.
 #' @param ... the mechanism's hyperparameters, \code{se_share}: the part of eps spent on standard
 #'   errors (NULL for the mechanism's default, 0 for none: then they are NaN), and \code{target} and
 #'   \code{force}: \code{method = "auto"} refuses, before any data are sent and with nothing charged, a
@@ -247,9 +275,10 @@
 #' @export
 dp_ols <- function(formula, data, eps, bounds = list(), levels = list(), method = "auto", delta = 0,
                    random_state = NULL, missing = c("impute", "raise"), budget = NULL,
-                   by = NULL, groups = NULL, group_sizes = NULL, ...) {
+                   by = NULL, groups = NULL, group_sizes = NULL, unit = NULL, max_rows = NULL, ...) {
   .dp_fit("ols", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
-          match.arg(missing), list(...), budget = budget, grouped = .check_grouped(by, groups, group_sizes))
+          match.arg(missing), list(...), budget = budget, grouped = .check_grouped(by, groups, group_sizes),
+          unit = unit, max_rows = max_rows)
 }
 
 #' @rdname dp_ols
@@ -258,11 +287,11 @@ dp_ols <- function(formula, data, eps, bounds = list(), levels = list(), method 
 #' @export
 dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels = list(), method = "auto",
                         delta = 0, random_state = NULL, missing = c("impute", "raise"), budget = NULL,
-                        by = NULL, groups = NULL, group_sizes = NULL, ...) {
+                        by = NULL, groups = NULL, group_sizes = NULL, unit = NULL, max_rows = NULL, ...) {
   if (!is.numeric(tau) || length(tau) < 1L || any(!is.finite(tau))) stop("tau must be numbers in (0, 1)", call. = FALSE)
   .dp_fit("quantreg", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
           match.arg(missing), list(...), tau = as.list(as.numeric(tau)), budget = budget,
-          grouped = .check_grouped(by, groups, group_sizes))
+          grouped = .check_grouped(by, groups, group_sizes), unit = unit, max_rows = max_rows)
 }
 
 # --- from Python's builtins to plain R values ---------------------------------
