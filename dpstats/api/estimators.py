@@ -452,7 +452,7 @@ def _fit(
     if not is_dask(data):
         data = check_data(data)
         data, units = _bounded(data, plan, rng)
-        note = _plan_note(estimator, formula, data, plan, bounds, levels)
+        note = _plan_note(estimator, formula, data, plan, bounds, levels, units)
     if is_dask(data):  # the rows stay on the workers: dpstats/distributed/dask_design.py
         if plan.integers is not None or plan.unit is not None:
             raise ValueError("integers= and unit= are for one fit on a pandas DataFrame, not a Dask DataFrame")
@@ -498,6 +498,7 @@ def _plan_note(
     plan: _Plan,
     bounds: Mapping[str, Sequence[float]] | None,
     levels: Mapping[str, Sequence] | None,
+    units: Units | None = None,
 ) -> str | None:
     """The plan's verdict on this call from its public facts (n, the data's column names, the declarations):
     ``method="auto"`` raises on a negative one unless forced; otherwise it goes into the result's status.
@@ -508,7 +509,7 @@ def _plan_note(
     unit_rows, allowed = unit_candidates(plan.unit)
     call = PlannedCall(
         formula, len(data), request.eps, request.delta, bounds, levels, estimator, request.se_share, plan.target,
-        allowed, unit_rows,
+        allowed, unit_rows, None if units is None else units.count,
     )  # fmt: skip
     note = call.verdict("auto" if plan.spec is None else plan.spec.name, plan.hyper, list(data.columns))
     if note is not None and plan.spec is None and not plan.force:

@@ -47,13 +47,17 @@ class Candidate:
     errors) and not on real data: its predictions leave it out, and it never counts as negligible."""
     whole_units: bool = False
     """Whether its batches hold whole units when the privacy unit is one of k rows (Tukey depth:
-    dpstats/mechanisms/tukey/models.py), so that a unit costs it what a row does; any other candidate's error
-    is read at eps / k (:meth:`at_unit_level`)."""
+    dpstats/mechanisms/tukey/models.py), so that a unit costs it what a row does (:meth:`at_unit_level`)."""
 
     def at_unit_level(self, facts: PublicFacts) -> PublicFacts:
-        """The facts its error is read at: eps / k where one unit moves k rows of its sums (group privacy)."""
-        if facts.unit_rows == 1 or self.whole_units:
+        """The facts its error is read at when one unit holds up to k rows: eps / k where a unit moves k rows
+        of its sums (group privacy); for batches of whole units the whole eps, at n = the number of units (at
+        most one batch per unit, and a unit's correlated rows tell a batch about as much as one row of
+        between-unit variation: a cautious reading)."""
+        if facts.unit_rows == 1:
             return facts
+        if self.whole_units:
+            return replace(facts, n=min(facts.n, facts.units or facts.n))
         return replace(facts, eps=facts.eps / facts.unit_rows)
 
     def min_rows(self, d: int) -> int:

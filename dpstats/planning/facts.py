@@ -25,7 +25,8 @@ class PublicFacts:
     ``unit_rows`` is the call's ``max_rows`` when its privacy unit is every row
     of one unit (dpstats/design/units.py), 1 for a row: one unit then moves up
     to that many rows, and a candidate's error is read at ``eps / unit_rows``
-    unless its batches hold whole units (``Candidate.whole_units``).
+    unless its batches hold whole units (``Candidate.whole_units``); ``units``
+    is then the number of units (public, as n).
     """
 
     n: int
@@ -41,6 +42,7 @@ class PublicFacts:
     se_share: float | None = None
     dummy: tuple[bool, ...] = ()
     unit_rows: int = 1
+    units: int | None = None
 
     @property
     def continuous(self) -> int:
@@ -78,4 +80,5 @@ class PublicFacts:
             se_share=se_share,
             dummy=tuple(int(j) in blocked for j in slopes),
             unit_rows=1 if design.units is None else design.units.max_rows,
+            units=None if design.units is None else design.units.count,
         )

@@ -125,6 +125,8 @@ class PlannedCall:
     """The methods auto may choose (None: all; with ``unit=``, the unit-native ones)."""
     unit_rows: int = 1
     """The call's ``max_rows`` when its privacy unit is one of several rows (``PublicFacts.unit_rows``)."""
+    units: int | None = None
+    """Then the number of units (``PublicFacts.units``)."""
 
     def verdict(self, method: str, options: Mapping[str, object], columns: Sequence[str]) -> str | None:
         """The verdict on the call run by ``method`` (module docstring); ``columns`` are the data's names."""
@@ -132,7 +134,7 @@ class PlannedCall:
             self.formula, self.n, self.eps, self.bounds, self.levels, self.estimator, self.delta, self.se_share,
             columns=columns,
         )  # fmt: skip
-        facts = replace(facts, unit_rows=self.unit_rows)
+        facts = replace(facts, unit_rows=self.unit_rows, units=self.units)
         prediction = _prediction(facts, method, options, self.allowed)
         return None if prediction is None else verdict(prediction, facts, self.target)
 
