@@ -312,3 +312,20 @@ def test_the_unit_and_k_are_said_everywhere() -> None:
     assert budget.ledger["unit"].tolist() == ["id"] and "every row of one id" in budget.describe_spending()
     dpstats.dp_ols("y ~ x", _panel(), eps=1.0, bounds=BOUNDS, method="noisystats", budget=budget)
     assert budget.ledger["unit"].tolist() == ["id", "row"] and "protect one row" in budget.describe_spending()
+
+
+def test_the_plan_reads_the_unit_and_auto_refuses_before_spending_where_it_fails() -> None:
+    """A median at the unit level on 300 workers of 10 rows at eps 5 (two quantiles: 2.5 each): Tukey, the one
+    candidate, is predicted to fail (at most one batch per unit), and the refusal's plan says so."""
+    budget = dpstats.PrivacyBudget(eps=10.0, delta=1e-5)
+    with pytest.raises(dpstats.RefusedBeforeSpending) as refused:
+        dpstats.dp_quantreg(
+            "y ~ x", _panel(300, 10), q=[0.25, 0.5], eps=5.0, delta=1e-6, bounds=BOUNDS, unit="id", max_rows=10,
+            budget=budget,
+        )  # fmt: skip
+    assert "up to 10 rows (300 units)" in str(refused.value.plan)
+    assert list(refused.value.plan.table["method"]) == ["tukey (median)"]
+    assert budget.ledger.empty
+    plan = dpstats.compare_methods("y ~ x", n=3000, eps=5.0, bounds=BOUNDS, delta=1e-6, max_rows=10, units=300)
+    compared = set(plan.table["method"])
+    assert "tukey" in compared <= {"tukey", "noisystats", "noisystats (repaired)"}  # the unit-native ones

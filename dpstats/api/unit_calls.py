@@ -20,13 +20,8 @@ from dataclasses import replace
 import numpy as np
 
 from ..design.matrix import Design
-from ..mechanisms import REGISTRY, MechanismSpec, PrivacyRequest, Release
-from ..mechanisms.units import row_request, unit_spent, without_row_intervals
-
-
-def unit_native_methods() -> frozenset[str]:
-    """The registered mechanisms that prove the unit-level guarantee and cluster their intervals themselves."""
-    return frozenset(name for name, spec in REGISTRY.items() if spec.unit_native)
+from ..mechanisms import MechanismSpec, PrivacyRequest, Release
+from ..mechanisms.units import row_request, unit_native_methods, unit_spent, without_row_intervals
 
 
 def check_unit_plan(

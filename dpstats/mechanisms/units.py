@@ -48,6 +48,13 @@ NO_CLUSTERED_SE = (
 )
 
 
+def unit_native_methods() -> frozenset[str]:
+    """The registered mechanisms that prove the unit-level guarantee and cluster their intervals themselves."""
+    from . import REGISTRY  # the registry imports this package's modules: looked up at call time
+
+    return frozenset(name for name, spec in REGISTRY.items() if spec.unit_native)
+
+
 def row_request(privacy: PrivacyRequest, k: int) -> PrivacyRequest:
     """The row-level request whose group privacy over k rows is ``privacy`` (module docstring), with no
     budget for standard errors."""

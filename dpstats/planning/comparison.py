@@ -14,6 +14,7 @@ or, without a target, to the sampling error's order (the privacy error at most
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ import pandas as pd
 from ..frontend.formula import build_design
 from ..frontend.grammar import CONTRASTS, MARKERS, NUMPY_MODULES, ROWWISE_FUNCTIONS
 from ..frontend.metadata import check_bounds, check_levels
+from ..mechanisms.units import unit_native_methods
 from ..output.render import markdown_table
 from ..privacy.accounting import check_delta, check_eps, check_share
 from .candidates import CANDIDATES, label_of
@@ -56,9 +58,12 @@ class MethodComparison:
         return out.fillna("-")
 
     def __str__(self) -> str:
-        head = f"Plan for n = {self.facts.n}, eps = {self.facts.eps:g}" + (
-            f", delta = {self.facts.delta:g}" if self.facts.delta else ""
-        )
+        facts = self.facts
+        head = f"Plan for n = {facts.n}, eps = {facts.eps:g}" + (f", delta = {facts.delta:g}" if facts.delta else "")
+        if facts.unit_rows > 1:
+            head += f"; the privacy unit holds up to {facts.unit_rows} rows" + (
+                f" ({facts.units} units)" if facts.units else ""
+            )
         return "\n".join([head, self.shown().to_string(index=False), self.message])
 
     def as_markdown(self) -> str:
@@ -138,8 +143,14 @@ def compare_methods(
     delta: float = 0.0,
     target: float | None = None,
     se_share: float | None = None,
+    max_rows: int = 1,
+    units: int | None = None,
 ) -> MethodComparison:
     """Predicted errors of every mechanism auto may choose, before any budget is spent (module docstring).
+
+    ``max_rows`` and ``units``: a call whose privacy unit holds up to ``max_rows`` of the n rows, in
+    ``units`` units (``dp_ols(..., unit=, max_rows=)``); auto then compares the mechanisms that prove
+    the unit level themselves, each read as dpstats/planning/candidates.py (``at_unit_level``) says.
 
     ``target`` is the largest acceptable error of the first regressor's
     coefficient, in the user's units. The table's columns: the mechanism, why
@@ -150,10 +161,12 @@ def compare_methods(
     decides the budget each point estimate gets.
     """
     facts = plan_facts(formula, n, eps, bounds, levels, estimator, delta, se_share)
+    facts = dataclasses.replace(facts, unit_rows=check_rows(max_rows), units=units)
+    allowed = None if facts.unit_rows == 1 else unit_native_methods()
     unit = error_unit(facts)
     rows = []
     for candidate in CANDIDATES:
-        if candidate.estimator != estimator:
+        if candidate.estimator != estimator or (allowed is not None and candidate.method not in allowed):
             continue
         refusal = candidate.refusal(facts)
         prediction = None if refusal else predict(candidate, facts)
@@ -163,7 +176,7 @@ def compare_methods(
         if refusal is None:
             goal_dev = None if target is None else target / unit
             by_eps = [predict(candidate, dataclasses.replace(facts, eps=float(e))) for e in EPS_GRID]
-            by_n = [predict(candidate, dataclasses.replace(facts, n=int(m))) for m in N_GRID]
+            by_n = [predict(candidate, _at_n(facts, int(m))) for m in N_GRID]
             measure = (lambda p: p.typical_rel) if goal_dev is None else (lambda p: p.typical_dev)
             goal = USABLE_REL if goal_dev is None else goal_dev
             row |= {
@@ -176,7 +189,7 @@ def compare_methods(
         rows.append(row)
     table = pd.DataFrame(rows)
     try:
-        choice = choose(facts)
+        choice = choose(facts, allowed)
     except ValueError:
         return MethodComparison(facts, table, None, False, "No mechanism applies to this design.")
     chosen = label_of(choice.method, choice.options, estimator) or choice.method
@@ -196,3 +209,16 @@ def compare_methods(
             f"{goal}. It would need {eps_text} at this n, or {n_text} at this eps."
         )
     return MethodComparison(facts, table, chosen, bool(usable), message)
+
+
+def check_rows(max_rows: object) -> int:
+    """``max_rows``: a positive integer (1: the privacy unit is a row)."""
+    if isinstance(max_rows, bool) or not isinstance(max_rows, numbers.Integral) or max_rows < 1:
+        raise ValueError("max_rows must be a positive integer")
+    return int(max_rows)
+
+
+def _at_n(facts: PublicFacts, n: int) -> PublicFacts:
+    """The facts at another n, with as many units per row."""
+    units = None if facts.units is None else max(1, round(facts.units * n / facts.n))
+    return dataclasses.replace(facts, n=n, units=units)
