@@ -169,10 +169,11 @@ def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> Non
 
 
 def models_for(n: int, d: int, eps: float, delta: float, units: Units | None = None) -> int:
-    """The default number of models (:func:`.default_m.default_m`), at most one per unit when the privacy unit
-    is a unit of rows (each batch holds whole units: :func:`.models.unit_partition_models`)."""
-    m = default_m(n, d, eps, delta)
-    return m if units is None else max(min(m, units.count), 1)
+    """The default number of models (:func:`.default_m.default_m`); when the privacy unit is a unit of rows,
+    the rule read with one unit as one row (each batch holds whole units,
+    :func:`.models.unit_partition_models`, and a regressor that is constant within units, as a worker's
+    education or sex in a panel, is estimable only from several units per batch)."""
+    return default_m(n if units is None else units.count, d, eps, delta)
 
 
 def check_models(n: int, d: int, m: int, units: Units | None = None) -> None:
