@@ -48,6 +48,7 @@ glance.dpstats_fit <- function(x, ...) {
     delta = p$delta,
     rho = p$rho,
     proven = !identical(p$proven, FALSE),
+    neighbours = if (is.null(p$neighbours)) NA_character_ else p$neighbours,
     failed = x$failed,
     status = .status(x),
     bias = if (is.null(x$bias)) NA_character_ else x$bias,

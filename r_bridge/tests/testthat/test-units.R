@@ -18,6 +18,7 @@ test_that("at eps = 1e9 a unit-level NoisyStats fit is lm, and the summary names
   expect_equal(fit$nobs, nrow(d))
   expect_match(fit$privacy$neighbours, "one id \\(at most 7 rows; 595 units\\)")
   expect_true(any(grepl("one id (at most 7 rows", capture.output(summary(fit)), fixed = TRUE)))
+  expect_match(generics::glance(fit)$neighbours, "one id \\(at most 7 rows")
 })
 
 test_that("max_rows bounds each worker's rows, and a mechanism without clustered intervals reports none", {
@@ -31,4 +32,15 @@ test_that("max_rows bounds each worker's rows, and a mechanism without clustered
                "needs max_rows")
   expect_error(dp_ols(log(wage) ~ education, data = psid(), eps = 1, bounds = PSID_BOUNDS, unit = "worker",
                       max_rows = 3), "must name a column")
+})
+
+test_that("the budget's ledger names each release's privacy unit", {
+  skip_if_no_dpstats()
+  skip_if_not_installed("AER")
+  b <- dp_budget(eps = 5)
+  dp_ols(log(wage) ~ education, data = psid(), eps = 1, bounds = PSID_BOUNDS, method = "noisystats",
+         unit = "id", max_rows = 7, budget = b, random_state = 3)
+  dp_ols(log(wage) ~ education, data = psid(), eps = 1, bounds = PSID_BOUNDS, method = "noisystats",
+         budget = b, random_state = 4)
+  expect_equal(dp_ledger(b)$unit, c("id", "row"))
 })
