@@ -239,12 +239,17 @@ def release_meat_sums(
     intercept_index: int | None,
     norms: RowNorms | None = None,
     names: tuple[str, str] = MEAT_NAMES,
+    widths: np.ndarray | None = None,
 ) -> NoisyMeat:
     """:func:`release_meat` from the meat's exact upper triangle ``full`` (:func:`meat`, summed over
-    chunks of the rows where they are partitioned: dpstats/design/moments.py), for rows in the box ``bounds``."""
+    chunks of the rows where they are partitioned: dpstats/design/moments.py), for rows in the box ``bounds``.
+
+    ``widths``: how far one neighbour moves each entry, when it is not one row's term
+    (:func:`entry_widths`): a meat summed by unit (dpstats/uncertainty/cluster_meat.py), given without
+    ``norms``."""
     p = bounds.shape[0]
     alone, rest = names
-    widths = entry_widths(bounds, residual_bound)
+    widths = entry_widths(bounds, residual_bound) if widths is None else widths
     parts = dict(meat_split(eps, p, intercept_index, names))
     if intercept_index is None:
         sensitivity, budget = float(widths.sum()), parts[rest]
@@ -285,17 +290,20 @@ def robust_meat(
     return nearest_psd(target + keep * departure)
 
 
-def hc_covariance(bread: np.ndarray, meat_psd: np.ndarray, n: int) -> np.ndarray:
-    """HC1 ``n / (n - p) B^{-1} M B^{-1}`` for a PSD meat M (:func:`robust_meat`).
+def hc_covariance(bread: np.ndarray, meat_psd: np.ndarray, n: int, clusters: int | None = None) -> np.ndarray:
+    """HC1 ``n / (n - p) B^{-1} M B^{-1}`` for a PSD meat M (:func:`robust_meat`); with ``clusters`` = G,
+    a meat summed by unit, CR1 ``G / (G - 1) (n - 1) / (n - p) B^{-1} M B^{-1}``
+    (dpstats/uncertainty/cluster_meat.py).
 
-    Infinite variances if the bread is singular or n <= p (nothing to say).
+    Infinite variances if the bread is singular, n <= p or G <= 1 (nothing to say).
     """
     p = bread.shape[0]
     try:
         inverse = np.linalg.inv(bread)
     except np.linalg.LinAlgError:
         inverse = None
-    if inverse is None or n <= p or not np.all(np.isfinite(inverse)):
+    if inverse is None or n <= p or (clusters is not None and clusters <= 1) or not np.all(np.isfinite(inverse)):
         return infinite_cov(p)
-    cov = inverse @ meat_psd @ inverse.T * (n / (n - p))
+    factor = n / (n - p) if clusters is None else clusters / (clusters - 1) * (n - 1) / (n - p)
+    cov = inverse @ meat_psd @ inverse.T * factor
     return (cov + cov.T) / 2.0

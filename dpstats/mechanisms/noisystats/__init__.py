@@ -22,4 +22,5 @@ SPEC = MechanismSpec(
     fit=fit,
     se_share=se_share,
     distributed=frozenset({"ols"}),
+    unit_native=True,
 )

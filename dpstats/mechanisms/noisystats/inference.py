@@ -48,8 +48,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...design.units import Units
 from ...privacy import noise
-from ...uncertainty import sandwich
+from ...uncertainty import cluster_meat, sandwich
 from ...uncertainty.intervals import infinite_cov, replicate_covariance
 from . import repair, structured
 
@@ -94,6 +95,7 @@ def release_centered_sandwich(
     *,
     u_sum: np.ndarray,
     sums_released: bool = False,
+    units: Units | None = None,
 ) -> CenteredSandwich:
     """Noisy ``sum_i u_i``, then the meat of rows ``(1, u_i - c)``, at budget eps in all (:func:`centered_split`).
 
@@ -103,19 +105,26 @@ def release_centered_sandwich(
     already released (``sums_released``: the first row of a released
     ``W'W``), which are not released again. The meat's sensitivity uses the
     rows' one-hot ``blocks`` too (dpstats/uncertainty/sandwich.py, ``row_norms``); its
-    statistic is summed by ``rows`` (a second pass over the data).
+    statistic is summed by ``rows`` (a second pass over the data). With ``units`` (the
+    privacy unit holds up to k of the rows, in ``rows``' order) the sums' sensitivity is k p
+    and the meat is summed by unit, with its unit-level widths (dpstats/uncertainty/cluster_meat.py).
     """
     p = u_sum.size
+    reach = 1 if units is None else units.max_rows
     eps_sum = 0.0 if sums_released else eps * SUM_SHARE
     if not sums_released:
-        u_sum = np.atleast_1d(noise.laplace_mechanism(rng, u_sum, float(p), eps_sum, "SE: sum(x)"))
+        u_sum = np.atleast_1d(noise.laplace_mechanism(rng, u_sum, float(p * reach), eps_sum, "SE: sum(x)"))
     centre = np.clip(u_sum / n, 0.0, 1.0)
     box = np.vstack([[1.0, 1.0], np.column_stack([-centre, 1.0 - centre])])
     coef_centred = _centred(coef_unit, centre)
     bound = sandwich.residual_bound(coef_centred, box, (0.0, 1.0))
-    full = rows(functools.partial(centred_meat, centre, coef_centred, bound))
-    norms = sandwich.row_norms(p, blocks, centre)
-    released = sandwich.release_meat_sums(rng, full, box, bound, eps - eps_sum, 0, norms)
+    if units is None:
+        full = rows(functools.partial(centred_meat, centre, coef_centred, bound))
+        norms, widths = sandwich.row_norms(p, blocks, centre), None
+    else:
+        full = rows(functools.partial(clustered_centred_meat, units, centre, coef_centred, bound))
+        norms, widths = None, cluster_meat.unit_widths(box, bound, units.max_rows)
+    released = sandwich.release_meat_sums(rng, full, box, bound, eps - eps_sum, 0, norms, widths=widths)
     return CenteredSandwich(u_sum=u_sum, centre=centre, meat=released)
 
 
@@ -125,6 +134,15 @@ def centred_meat(
     """The meat's upper triangle of the rows ``w = (1, u - c)``, residuals at ``coef_centred`` clipped at ``bound``."""
     W = np.column_stack([np.ones(U.shape[0]), U - centre])
     return sandwich.meat(W, sandwich.clipped_residuals(v, W @ coef_centred, bound))
+
+
+def clustered_centred_meat(
+    units: Units, centre: np.ndarray, coef_centred: np.ndarray, bound: float, U: np.ndarray, v: np.ndarray
+) -> np.ndarray:
+    """As :func:`centred_meat`, summed by unit (``units.codes`` in the rows' order) before the outer products."""
+    W = np.column_stack([np.ones(U.shape[0]), U - centre])
+    residuals = sandwich.clipped_residuals(v, W @ coef_centred, bound)
+    return cluster_meat.cluster_meat(W, residuals, units.codes, units.count)
 
 
 def _centred(coef: np.ndarray, centre: np.ndarray) -> np.ndarray:
@@ -156,8 +174,11 @@ def privacy_covariance(
     return out
 
 
-def centered_covariance(released: CenteredSandwich, s_xx: np.ndarray, n: int, privacy_cov: np.ndarray) -> np.ndarray:
-    """HC1 covariance of (intercept, slopes) on the unit scale from the releases (post-processing).
+def centered_covariance(
+    released: CenteredSandwich, s_xx: np.ndarray, n: int, privacy_cov: np.ndarray, clusters: int | None = None
+) -> np.ndarray:
+    """HC1 covariance of (intercept, slopes) on the unit scale from the releases (post-processing); CR1 with
+    ``clusters`` units, for a meat summed by unit.
 
     In the centred coordinates ``(a + b'c, b)`` the bread is
     ``[[n, sum(u) - n c], [., S_xx + n (u_bar - c)(u_bar - c)']]``; the
@@ -172,7 +193,7 @@ def centered_covariance(released: CenteredSandwich, s_xx: np.ndarray, n: int, pr
     to_centred = np.eye(p + 1)
     to_centred[0, 1:] = c
     meat = sandwich.robust_meat(released.meat, bread, to_centred @ privacy_cov @ to_centred.T, n, 0)
-    cov_centred = sandwich.hc_covariance(bread, meat, n)
+    cov_centred = sandwich.hc_covariance(bread, meat, n, clusters)
     back = np.eye(p + 1)
     back[0, 1:] = -c
     return back @ cov_centred @ back.T
@@ -252,12 +273,14 @@ def centered_uncertainty(
     scales: tuple[float, float, float],
     to_user: tuple[np.ndarray, np.ndarray, np.ndarray],
     floor: float | None = None,
+    clusters: int | None = None,
 ) -> Uncertainty:
     """Covariance and replicates in the user's units, design order (post-processing; never warns or raises).
 
     ``to_user`` = (jacobian, offset, column order) of the unit scale's
     (intercept, slopes) to the design's columns; ``s_xx`` is the matrix the
-    estimate solved with (repaired at ``floor`` with ``singular="repair"``).
+    estimate solved with (repaired at ``floor`` with ``singular="repair"``);
+    ``clusters``: the number of units of a meat summed by unit (CR1).
     """
     jacobian, offset, order = to_user
     p = coef_unit.size
@@ -266,7 +289,7 @@ def centered_uncertainty(
         if not all(np.all(np.isfinite(a)) for a in inputs):
             return infinite_cov(p), None
         privacy_cov = privacy_covariance(coef_unit, s_xx, scales, released.u_sum / n)
-        cov_unit = centered_covariance(released, s_xx, n, privacy_cov)
+        cov_unit = centered_covariance(released, s_xx, n, privacy_cov, clusters)
         if not np.all(np.isfinite(cov_unit)):
             return infinite_cov(p), None
         draws = centered_replicates(rng, coef_unit, cov_unit, s_xx, released.u_sum / n, scales, floor)
@@ -283,6 +306,7 @@ def structured_uncertainty(
     n: int,
     to_user: tuple[np.ndarray, np.ndarray, np.ndarray],
     floor: float | None = None,
+    clusters: int | None = None,
 ) -> Uncertainty:
     """As :func:`centered_uncertainty` for the release of :mod:`.structured` (``wtw`` as released)."""
     jacobian, offset, order = to_user
@@ -293,7 +317,7 @@ def structured_uncertainty(
         privacy_cov = structured.privacy_covariance(coef_unit, wtw, layout, noise_scale)
         u_total = layout.totals(wtw)[1:]
         s_xx = wtw[1:, 1:] - np.outer(u_total, u_total) / n
-        cov_unit = centered_covariance(released, s_xx, n, privacy_cov)
+        cov_unit = centered_covariance(released, s_xx, n, privacy_cov, clusters)
         if not np.all(np.isfinite(cov_unit)):
             return infinite_cov(p), None
         draws = _normal_draws(rng, coef_unit, cov_unit, REPLICATES)
@@ -310,6 +334,7 @@ def origin_uncertainty(
     scales: tuple[float, float],
     to_user: np.ndarray,
     floor: float | None = None,
+    clusters: int | None = None,
 ) -> Uncertainty:
     """As :func:`centered_uncertainty` without an intercept; ``to_user`` scales each coefficient."""
     p = coef.size
@@ -317,7 +342,8 @@ def origin_uncertainty(
         if not all(np.all(np.isfinite(a)) for a in (released.meat, xtx, coef)):
             return infinite_cov(p), None
         privacy_cov = privacy_covariance(coef, xtx, scales, None)
-        cov = sandwich.hc_covariance(xtx, sandwich.robust_meat(released, xtx, privacy_cov, n, None), n)
+        meat = sandwich.robust_meat(released, xtx, privacy_cov, n, None)
+        cov = sandwich.hc_covariance(xtx, meat, n, clusters)
         if not np.all(np.isfinite(cov)):
             return infinite_cov(p), None
         return _finish(origin_replicates(rng, coef, cov, xtx, scales, floor) * to_user)

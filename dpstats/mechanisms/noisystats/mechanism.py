@@ -46,6 +46,16 @@ meat is released and a parametric bootstrap through the mechanism's noise
 gives basic intervals covering the sampling error and the privacy noise.
 ``se_share=0`` releases nothing more and the standard errors are NaN.
 
+The privacy unit (``unit=``, ``max_rows=k``: dpstats/design/units.py). Neighbours then
+differ in up to k rows, all of one unit. Every release above is a sum over rows (or,
+for the intercept, a difference of means given the released slopes), so by the
+triangle inequality over the k replaced rows its sensitivity is k times the row-level
+one: every sensitivity is multiplied by k (:func:`reach`), and with it the noise
+scales the bootstrap and the repair read. The standard errors' column sums likewise
+(k p), and their meat is summed by unit, with the unit-level widths of
+dpstats/uncertainty/cluster_meat.py, for CR1 standard errors clustered by unit. Such
+a fit needs the rows of a unit together, in memory (a pandas DataFrame).
+
 The rows are read only through ``design.total`` (dpstats/design/moments.py): the
 statistics below are sums over rows (the unit-scale moments, the uncentred
 cross-products, the residual meat at a released estimate), so a Dask
@@ -63,10 +73,11 @@ import numpy as np
 from ...design.bounds import product
 from ...design.matrix import CenteredUnitScale, Design, place_coefficients
 from ...design.moments import Moments
+from ...design.units import Units
 from ...privacy import noise
 from ...privacy.accounting import PrivacySpent
 from ...privacy.noise import laplace_mechanism
-from ...uncertainty import sandwich
+from ...uncertainty import cluster_meat, sandwich
 from ...uncertainty.sandwich import from_upper_triangle, upper_triangle
 from ..base import PrivacyRequest, Release, failed_release
 from . import inference, repair, structured
@@ -107,6 +118,8 @@ def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str
 def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, singular: str = "fail") -> Release:
     """Run NoisyStats on ``design`` (see the module docstring; ``singular``: :mod:`.repair`)."""
     repairs = repair.check_singular(singular) == "repair"
+    if design.units is not None and design.chunks is not None:
+        raise ValueError("unit= runs on a pandas DataFrame: a unit's rows must be summed together")
     if design.intercept_index is None:
         return _fit_through_origin(design, privacy, rng, repairs)
     if design.one_hot_blocks:
@@ -133,8 +146,27 @@ def on_unit_scale(scale: CenteredUnitScale, statistic: inference.UnitStatistic, 
     return statistic(*scale.transform(design))
 
 
+def units_of(design: Design) -> Units | None:
+    """The privacy unit when it holds more than one row (module docstring); with one row per unit the
+    row-level release is the unit-level one."""
+    units = design.units
+    return None if units is None or units.max_rows == 1 else units
+
+
+def reach(design: Design) -> int:
+    """How many rows one neighbour can change: 1, or the privacy unit's ``max_rows`` (module docstring)."""
+    units = units_of(design)
+    return 1 if units is None else units.max_rows
+
+
+def _clusters(design: Design) -> int | None:
+    """The number of units a meat summed by unit has (None: the rows' meat, HC1)."""
+    units = units_of(design)
+    return None if units is None else units.count
+
+
 def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, repairs: bool) -> Release:
-    eps, n = privacy.eps, design.n
+    eps, n, k = privacy.eps, design.n, reach(design)
     share = privacy.share(inference.DEFAULT_SHARE)
     point = ("ncov(x, y)", "nvar(x)", "intercept")
     split = _split(eps, share, point, inference.centered_split(eps * share, design.slope_indices.size))
@@ -145,7 +177,7 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     p = design.slope_indices.size
     moments = design.total(functools.partial(unit_moments, scale))
     u_bar, v_bar = moments.mean[:p], moments.mean[p]
-    delta = centered_sensitivity(n)
+    delta = k * centered_sensitivity(n)
     xy_sensitivity, xx_sensitivity = p * delta, p * (p + 1) / 2 * delta
 
     s_xy = laplace_mechanism(rng, moments.comoment[:p, p], xy_sensitivity, eps3, "ncov(x, y)")
@@ -161,7 +193,7 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
         return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
 
     slopes = np.linalg.solve(s_xx, s_xy)
-    intercept_sensitivity = (1.0 + np.abs(slopes).sum()) / n
+    intercept_sensitivity = k * (1.0 + np.abs(slopes).sum()) / n
     intercept = laplace_mechanism(rng, v_bar - slopes @ u_bar, intercept_sensitivity, eps3, "intercept")
     coef_unit = np.concatenate([[intercept], slopes])
     theta = scale.jacobian() @ coef_unit + scale.offset()
@@ -170,11 +202,13 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
         return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats, bias)
 
     rows = functools.partial(_unit_total, design, scale)
-    released = inference.release_centered_sandwich(rng, rows, n, coef_unit, eps * share, u_sum=n * u_bar)
-    scales = (xx_sensitivity / eps3, xy_sensitivity / eps3, 1.0 / (n * eps3))
+    released = inference.release_centered_sandwich(
+        rng, rows, n, coef_unit, eps * share, u_sum=n * u_bar, units=units_of(design)
+    )
+    scales = (xx_sensitivity / eps3, xy_sensitivity / eps3, k / (n * eps3))
     to_user = (scale.jacobian(), scale.offset(), _design_order(design))
     cov, replicates = inference.centered_uncertainty(
-        noise.postprocessing_rng(rng), released, coef_unit, s_xx, n, scales, to_user, floor
+        noise.postprocessing_rng(rng), released, coef_unit, s_xx, n, scales, to_user, floor, _clusters(design)
     )
     return _release(params, cov, replicates, spent, note, noisy_stats, bias)
 
@@ -190,7 +224,7 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     scale = CenteredUnitScale.from_design(design)
     rows = functools.partial(_unit_total, design, scale)
     blocks = slope_blocks(design)
-    wtw, wtv, layout, noise_scale = structured.release(rng, rows, n, p, blocks, split[0][1])
+    wtw, wtv, layout, noise_scale = structured.release(rng, rows, n, p, blocks, split[0][1], reach(design))
     u_total, v_total = layout.totals(wtw)[1:], layout.totals(wtv)  # S_xx and S_xy do not depend on the centring
     s_xx = wtw[1:, 1:] - np.outer(u_total, u_total) / n
     noisy_stats = _user_unit_stats(scale, s_xx, wtv[1:] - u_total * v_total / n)
@@ -208,11 +242,28 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
         return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats, bias)
 
     released = inference.release_centered_sandwich(
-        rng, rows, n, coef_unit, eps * share, blocks, u_sum=u_total + n * layout.centre[:-1], sums_released=True
+        rng,
+        rows,
+        n,
+        coef_unit,
+        eps * share,
+        blocks,
+        u_sum=u_total + n * layout.centre[:-1],
+        sums_released=True,
+        units=units_of(design),
     )
     to_user = (scale.jacobian(), scale.offset(), _design_order(design))
     cov, replicates = inference.structured_uncertainty(
-        noise.postprocessing_rng(rng), released, coef_unit, wtw, layout, noise_scale, n, to_user, floor
+        noise.postprocessing_rng(rng),
+        released,
+        coef_unit,
+        wtw,
+        layout,
+        noise_scale,
+        n,
+        to_user,
+        floor,
+        _clusters(design),
     )
     return _release(params, cov, replicates, spent, note, noisy_stats, bias)
 
@@ -229,9 +280,14 @@ def origin_sums(x_scale: np.ndarray, y_scale: float, design: Design) -> np.ndarr
 
 
 def origin_meat(x_scale: np.ndarray, y_scale: float, coef: np.ndarray, bound: float, design: Design) -> np.ndarray:
-    """The meat's upper triangle at the released ``coef``, residuals clipped at ``bound`` (a statistic)."""
+    """The meat's upper triangle at the released ``coef``, residuals clipped at ``bound`` (a statistic); summed
+    by unit first when the privacy unit is a unit of rows (dpstats/uncertainty/cluster_meat.py)."""
     Xs, ys = design.X / x_scale, design.y / y_scale
-    return sandwich.meat(Xs, sandwich.clipped_residuals(ys, Xs @ coef, bound))
+    residuals = sandwich.clipped_residuals(ys, Xs @ coef, bound)
+    units = units_of(design)
+    if units is None:
+        return sandwich.meat(Xs, residuals)
+    return cluster_meat.cluster_meat(Xs, residuals, units.codes, units.count)
 
 
 def _design_order(design: Design) -> np.ndarray:
@@ -256,8 +312,9 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
     p = design.n_columns
     sums = design.total(functools.partial(origin_sums, x_scale, y_scale))
 
-    xy_sensitivity = sum(hi - lo for lo, hi in (product(tuple(xb[j]), yb) for j in range(p)))
-    xx_sensitivity = sandwich.bread_sensitivity(xb)
+    k = reach(design)
+    xy_sensitivity = k * sum(hi - lo for lo, hi in (product(tuple(xb[j]), yb) for j in range(p)))
+    xx_sensitivity = k * sandwich.bread_sensitivity(xb)
     xty = np.atleast_1d(laplace_mechanism(rng, sums[:p], xy_sensitivity, eps2, "X'y"))
     xtx_upper = laplace_mechanism(rng, sums[p:], xx_sensitivity, eps2, "X'X")
     xtx = from_upper_triangle(np.atleast_1d(xtx_upper), p)
@@ -278,10 +335,19 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
 
     bound = sandwich.residual_bound(coef_scaled, xb, yb)
     full = design.total(functools.partial(origin_meat, x_scale, y_scale, coef_scaled, bound))
-    released = sandwich.release_meat_sums(rng, full, xb, bound, eps * share, None)
+    widths = None if units_of(design) is None else cluster_meat.unit_widths(xb, bound, k)
+    released = sandwich.release_meat_sums(rng, full, xb, bound, eps * share, None, widths=widths)
     scales = (xx_sensitivity / eps2, xy_sensitivity / eps2)
     cov, replicates = inference.origin_uncertainty(
-        noise.postprocessing_rng(rng), released, coef_scaled, xtx, design.n, scales, y_scale / x_scale, floor
+        noise.postprocessing_rng(rng),
+        released,
+        coef_scaled,
+        xtx,
+        design.n,
+        scales,
+        y_scale / x_scale,
+        floor,
+        _clusters(design),
     )
     return _release(params, cov, replicates, spent, note, noisy_stats, bias)
 

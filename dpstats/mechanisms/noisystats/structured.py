@@ -197,14 +197,17 @@ def release(
     p: int,
     blocks: tuple[tuple[int, ...], ...],
     eps: float,
+    reach: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, Layout, float]:
     """One Laplace release of the layout's entries at budget eps: ``(W'W, W'v, layout, Laplace scale)``.
 
-    ``rows`` sums :meth:`Layout.values` over the n rows ``(U, v)`` (p slope columns) on the unit scale.
+    ``rows`` sums :meth:`Layout.values` over the n rows ``(U, v)`` (p slope columns) on the unit scale;
+    ``reach`` rows may change between neighbours (a privacy unit of up to that many rows: the sums move
+    by at most ``reach`` times one row's sensitivity, by the triangle inequality).
     """
     layout = Layout.of(p, blocks)
     in_block = sum(len(b) for b in blocks)
-    sensitivity = structured_sensitivity(p - in_block, tuple(len(b) for b in blocks))
+    sensitivity = reach * structured_sensitivity(p - in_block, tuple(len(b) for b in blocks))
     noisy = np.atleast_1d(noise.laplace_mechanism(rng, rows(layout.values), sensitivity, eps, NAME))
     wtw, wtv = layout.matrices(noisy)
     return wtw, wtv, layout, sensitivity / eps
