@@ -87,6 +87,9 @@ SE_NOTE = (
     "noisy residual meat, released with se_share of eps) and the privacy noise (the mechanism's noise "
     f"re-drawn in {inference.REPLICATES} refits: a parametric bootstrap, Ferrando, Wang & Sheldon 2022)."
 )
+CLUSTERED_SE_NOTE = SE_NOTE.replace("an HC1 sandwich", "a CR1 sandwich clustered by {unit}").replace(
+    "residual meat", "residual meat summed by {unit}"
+)
 NO_SE_NOTE = "se_share=0: no budget was spent on standard errors, so SEs, tests and intervals are NaN."
 FAIL_REASON = "the noisy n*var(x) matrix was not positive definite (the paper's failure output)"
 
@@ -153,6 +156,14 @@ def units_of(design: Design) -> Units | None:
     return None if units is None or units.max_rows == 1 else units
 
 
+def se_note(design: Design, share: float) -> str:
+    """What the standard errors cover: clustered by unit when the privacy unit holds several rows."""
+    units = units_of(design)
+    if share == 0:
+        return NO_SE_NOTE
+    return SE_NOTE if units is None else CLUSTERED_SE_NOTE.format(unit=units.name)
+
+
 def reach(design: Design) -> int:
     """How many rows one neighbour can change: 1, or the privacy unit's ``max_rows`` (module docstring)."""
     units = units_of(design)
@@ -172,7 +183,7 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     split = _split(eps, share, point, inference.centered_split(eps * share, design.slope_indices.size))
     spent = PrivacySpent(notion="pure", eps=eps, split=split)
     eps3 = split[0][1]
-    note = SE_NOTE if share > 0 else NO_SE_NOTE
+    note = se_note(design, share)
     scale = CenteredUnitScale.from_design(design)
     p = design.slope_indices.size
     moments = design.total(functools.partial(unit_moments, scale))
@@ -220,7 +231,7 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     p = design.slope_indices.size
     split = _split(eps, share, (structured.NAME,), inference.centered_split(eps * share, p, sums=False))
     spent = PrivacySpent(notion="pure", eps=eps, split=split)
-    note = SE_NOTE if share > 0 else NO_SE_NOTE
+    note = se_note(design, share)
     scale = CenteredUnitScale.from_design(design)
     rows = functools.partial(_unit_total, design, scale)
     blocks = slope_blocks(design)
@@ -304,7 +315,7 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
     split = _split(eps, share, ("X'y", "X'X"), sandwich.meat_split(eps * share, design.n_columns, None))
     spent = PrivacySpent(notion="pure", eps=eps, split=split)
     eps2 = split[0][1]
-    note = SE_NOTE if share > 0 else NO_SE_NOTE
+    note = se_note(design, share)
     x_scale = np.abs(design.x_bounds).max(axis=1)
     y_scale = float(np.abs(design.y_bounds).max())
     xb = design.x_bounds / x_scale[:, None]
