@@ -26,7 +26,7 @@ import pytest
 import statsmodels.formula.api as smf
 
 import dpstats
-from dpstats.audit import GrayBoxSamples, NeighbourPair, design_from_arrays, graybox_audit, replay
+from dpstats.audit import GrayBoxSamples, NeighbourPair, design_from_arrays, design_from_points, graybox_audit, replay
 from dpstats.audit.unit_pairs import unit_claim, unit_corner_pairs, unit_level
 from dpstats.design.units import Units, bound_contributions, check_unit
 from dpstats.mechanisms import REGISTRY, PrivacyRequest
@@ -332,3 +332,67 @@ def test_the_plan_reads_the_unit_and_auto_refuses_before_spending_where_it_fails
     plan = dpstats.compare_methods("y ~ x", n=3000, eps=5.0, bounds=BOUNDS, delta=1e-6, max_rows=10, units=300)
     compared = set(plan.table["method"])
     assert "tukey" in compared <= {"tukey", "noisystats", "noisystats (repaired)"}  # the unit-native ones
+
+
+def test_no_key_can_make_the_call_raise_and_a_huge_max_rows_costs_nothing() -> None:
+    """Attacker's inputs: a list in a key cell (unhashable) is a key like any other, row-wise; max_rows = 10^12
+    is a public number whose group-privacy chain is computed in closed form (no array of its length)."""
+    data = _panel(20, 3)
+    data["id"] = data["id"].astype(object)
+    data.at[0, "id"] = [1, 2]
+    data.at[1, "id"] = [1, 2]
+    res = dpstats.dp_ols("y ~ x", data, eps=1.0, bounds=BOUNDS, method="noisystats", unit="id", max_rows=2)
+    assert res.nobs == 20 * 2 + 1 and "21 units" in res.privacy.neighbours  # unit 0 split: its list rows and the rest
+    huge = dpstats.dp_ols(
+        "y ~ x", data, eps=1.0, delta=1e-6, bounds=BOUNDS, method="gradient", variant="approx", unit="id",
+        max_rows=10**12,
+    )  # fmt: skip
+    assert huge.nobs == len(data) and huge.privacy.eps == 1.0 and huge.privacy.delta == 1e-6
+
+
+GRADIENT = REGISTRY["gradient"]
+GRADIENT_OPTIONS = {"variant": "pure", "T": 2, "tau": 0.1}
+
+
+def _gradient_unit_pair() -> NeighbourPair:
+    """3 units of 3 rows at (0.5, 0.5), the last unit's 3 rows moved from (0, 1) to (0, 0)."""
+    base = np.full((9, 2), 0.5)
+    units = Units("unit", np.repeat(np.arange(4), 3), 4, 3)
+    d, d_prime = (
+        replace(design_from_points(np.vstack([base, np.tile(last, (3, 1))]), [(0.0, 1.0)], (0.0, 1.0)), units=units)
+        for last in ([0.0, 1.0], [0.0, 0.0])
+    )
+    return NeighbourPair("3 x 3 rows at (.5, .5), the last unit (0, 1) -> (0, 0)", d, d_prime)
+
+
+def _corner_event(samples: GrayBoxSamples) -> tuple[np.ndarray, np.ndarray]:
+    """min_j of the output's signed distance past the midpoint, towards D (tests/test_gradient_privacy.py)."""
+    w = np.sign(samples.value_d - samples.value_dp)
+    mid = (samples.value_d + samples.value_dp) / 2
+    return ((samples.noisy_d - mid) * w).min(axis=1), ((samples.noisy_dp - mid) * w).min(axis=1)
+
+
+def _gradient_audit(fit) -> object:
+    return graybox_audit(
+        fit, _gradient_unit_pair(), PrivacyRequest(eps=3.0), "gradient[0]", runs=50_000, seed=3, alpha=ALPHA,
+        options=GRADIENT_OPTIONS, reduce=_corner_event,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_graybox_gradient_round_within_the_unit_level_claim() -> None:
+    """eps = 3 at the unit level over T = 2 rounds: each round claims 1.5 for a unit of 3 rows (0.5 a row)."""
+    result = _gradient_audit(unit_level(GRADIENT))
+    claim = unit_claim(GRADIENT, 3) * result.eps_claimed
+    assert claim == pytest.approx(1.5)
+    assert 0.8 < result.eps_lb <= claim, result.as_text()
+
+
+@pytest.mark.slow
+def test_graybox_gradient_row_level_calibration_is_flagged_at_the_unit_level() -> None:
+    def row_level(design, privacy, rng, **options):  # the canary: each round at 1.5 as if a unit were a row
+        return GRADIENT.fit(design, replace(privacy, se_share=0.0), rng, **options)
+
+    result = _gradient_audit(row_level)
+    assert result.eps_claimed == pytest.approx(1.5)
+    assert result.flagged, result.as_text()

@@ -45,6 +45,8 @@ def check_unit_plan(
             f"method={spec.name!r} has no standard errors clustered by unit: with unit= it spends nothing on "
             "them; pass se_share=None or 0, or method='noisystats' or 'tukey'"
         )
+    if not spec.unit_native and privacy.eps is not None:
+        row_request(privacy, max_rows)  # a delta that group privacy would spread below a float is refused here
 
 
 def unit_candidates(unit: tuple[str, int] | None) -> tuple[int, frozenset[str] | None]:

@@ -50,6 +50,16 @@ class Units:
         return Units(self.name, self.codes[rows], self.count, self.max_rows)
 
 
+def _hashable(key: object) -> object:
+    """A key as it is, or, if it cannot be hashed (a list in a cell), its text: a row-wise map, so that no
+    cell can make the call raise."""
+    try:
+        hash(key)
+    except TypeError:
+        return ("unhashable key", repr(key))
+    return key
+
+
 def check_unit(unit: object, max_rows: object) -> tuple[str, int] | None:
     """The public declaration: ``unit`` names a column and ``max_rows`` (required with it) is a positive int."""
     if unit is None:
@@ -73,7 +83,7 @@ def bound_contributions(
     Codes follow the units' first appearance; missing keys share one code.
     Every unit keeps at least one row, so the codes of the kept rows are 0..count-1.
     """
-    codes, uniques = pd.factorize(keys, use_na_sentinel=False)
+    codes, uniques = pd.factorize(keys.map(_hashable), use_na_sentinel=False)
     codes = np.asarray(codes, dtype=np.int64)
     priority = noise.uniform(rng, 0.0, 1.0, codes.size)
     order = np.lexsort((priority, codes))

@@ -61,11 +61,21 @@ def row_request(privacy: PrivacyRequest, k: int) -> PrivacyRequest:
     eps = float(privacy.eps) / k
     if privacy.delta == 0:
         return PrivacyRequest(eps=eps, delta=0.0, se_share=0.0)
-    log_chain = float(np.logaddexp.reduce(eps * np.arange(k)))
-    delta = math.exp(math.log(privacy.delta) - log_chain)
+    delta = math.exp(math.log(privacy.delta) - log_chain(eps, k))
     if delta == 0:
         raise ValueError(f"delta={privacy.delta:g} spread over {k} rows at eps/{k} = {eps:g} is below a float")
     return PrivacyRequest(eps=eps, delta=delta, se_share=0.0)
+
+
+def log_chain(eps: float, k: int) -> float:
+    """``log(1 + e^eps + ... + e^{(k-1) eps})`` = ``log(expm1(k eps)) - log(expm1(eps))``, in closed form
+    (a public k may be large)."""
+    return _log_expm1(k * eps) - _log_expm1(eps)
+
+
+def _log_expm1(t: float) -> float:
+    """``log(e^t - 1)`` for t > 0, without overflow."""
+    return t + math.log1p(-math.exp(-t)) if t > 1.0 else math.log(math.expm1(t))
 
 
 def unit_spent(spent: PrivacySpent, privacy: PrivacyRequest, units: Units, grouped: bool) -> PrivacySpent:
