@@ -396,3 +396,14 @@ def test_graybox_gradient_row_level_calibration_is_flagged_at_the_unit_level() -
     result = _gradient_audit(row_level)
     assert result.eps_claimed == pytest.approx(1.5)
     assert result.flagged, result.as_text()
+
+
+def test_several_quantiles_fit_the_same_kept_rows_with_tukey_batches_of_whole_units() -> None:
+    data = pd.concat([_panel(600, 4, seed=3), pd.DataFrame({"id": 999, "x": np.zeros(30), "y": np.zeros(30)})])
+    fits = dpstats.dp_quantreg(
+        "y ~ x", data, q=[0.25, 0.75], eps=20.0, delta=1e-5, bounds=BOUNDS, method="tukey", unit="id", max_rows=3,
+        random_state=8,
+    )  # fmt: skip
+    assert [fit.nobs for fit in fits.fits] == [601 * 3, 601 * 3]
+    assert all("one id (at most 3 rows; 601 units)" in fit.privacy.neighbours for fit in fits.fits)
+    assert not any(fit.failed for fit in fits.fits)

@@ -272,8 +272,11 @@ def _several_quantiles(
     random_state: RandomState,
     missing: str,
 ) -> DPQuantileFits:
-    """Each quantile with an equal part of the budget (basic composition); the call reports the whole."""
+    """Each quantile with an equal part of the budget (basic composition); the call reports the whole.
+    With ``unit=`` every quantile fits the same kept rows (bounding them again keeps them all)."""
     rng = make_rng(random_state)  # one stream for all quantiles: their noise is independent
+    if plan.unit is not None and not is_dask(data):
+        data, _ = _bounded(check_data(data), plan, rng)
     eps, delta, k = float(plan.privacy.eps or 0.0), plan.privacy.delta, len(quantiles)
     part = replace(plan, privacy=replace(plan.privacy, eps=eps / k, delta=delta / k))
     fits = tuple(_fit("quantreg", formula, data, part, bounds, levels, rng, missing, tau) for tau in quantiles)
