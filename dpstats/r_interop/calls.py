@@ -364,6 +364,8 @@ def compare_from_r(
     delta: Any = 0.0,
     target: Any = None,
     se_share: Any = None,
+    max_rows: Any = 1,
+    units: Any = None,
 ) -> dict:
     """``dpstats.compare_methods`` for R's ``dp_compare_methods``: no data, public facts only.
 
@@ -384,6 +386,8 @@ def compare_from_r(
             delta=delta,
             target=target,
             se_share=se_share,
+            max_rows=_integral(max_rows),
+            units=None if units is None else _integral(units),
         )
         table = {column: out.table[column].tolist() for column in out.table.columns}
         return {

@@ -12,20 +12,36 @@ n rows, p columns; :func:`~dpstats.uncertainty.sandwich.hc_covariance` with
 ``clusters=G``).
 
 Sensitivity at the unit level. Every row lies in the box ``bounds`` and its
-residual is clipped to ``[-R, R]``; let ``m_j = max(|lo_j|, |hi_j|)``. A unit
-of at most k rows has ``|s_gj| <= k R m_j``, so its term's diagonal entry
-``s_gj^2`` lies in ``[0, (k R m_j)^2]`` and an off-diagonal entry ``s_gj s_gl``
-in ``[-k^2 R^2 m_j m_l, k^2 R^2 m_j m_l]``. Neighbours differ in the rows of one
-unit, which changes that unit's term only: each entry of M moves by at most
-its interval's width (:func:`unit_widths`), and a weighted L1 sensitivity is
-the weighted sum of the widths, as for the row-level meat
-(``sandwich.release_meat_sums``, given these widths). The widths are k^2
-times those of one row's term wherever a row's product range is symmetric: a
-meat clustered by units of k rows costs k^2 times the noise of one row's,
-against k times for the row-level meat under group privacy.
+residual is clipped to ``[-R, R]``. Neighbours differ in the rows of one unit,
+which changes that unit's term only, so each entry of M moves by at most the
+width of the set of values a unit's ``s_gj s_gl`` can take, and a weighted
+L1 sensitivity is the weighted sum of the widths (``sandwich.release_meat_sums``,
+given these widths). The set:
+
+* every ``r w`` with ``|r| <= R`` and w in the box lies in ``R C``, where
+  ``C = conv(box u -box)`` is convex, symmetric and holds 0;
+* a sum of at most k such points lies in ``k R C``: ``s_g`` does;
+* so ``s_gj s_gl`` lies in ``k^2 R^2`` times the range of ``z_j z_l`` over the
+  projection of C on the coordinates (j, l), the convex hull of the rectangle
+  of the two columns' bounds and its reflection through 0. ``z_j z_l`` is
+  convex along (1, 1) and concave along (1, -1), so its extremes over that
+  polygon lie on its boundary, made of segments between two of the eight
+  points ``+-corner``; on a segment it is a quadratic, extreme at an end or at
+  its stationary point (:func:`hull_product_range`). On the diagonal the range
+  is ``[0, (k R m_j)^2]`` with ``m_j = max(|lo_j|, |hi_j|)`` (:func:`unit_widths`).
+
+The second bound of ``release_meat_sums`` (one-hot blocks, ``sandwich.RowNorms``)
+holds for a unit's score as for one row's with R replaced by k R: with t the
+non-intercept part of ``s_g``, ``|s_g0| <= k R``, ``||t||_1 <= k R l1`` and
+``||t||_2^2 <= k^2 R^2 l2sq`` by the triangle inequality.
+
+A meat clustered by units of k rows thus costs about k^2 times the noise of one
+row's, against k times for the row-level meat under group privacy.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -39,8 +55,36 @@ def cluster_meat(W: np.ndarray, residuals: np.ndarray, codes: np.ndarray, count:
     return upper_triangle(sums.T @ sums)
 
 
+def _segment_range(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """The range of ``z_0 z_1`` on the segment from the point ``a`` to ``b`` (2-vectors)."""
+    d = b - a
+    values = [a[0] * a[1], b[0] * b[1]]
+    curvature = d[0] * d[1]
+    if curvature != 0.0:
+        t = -(a[0] * d[1] + a[1] * d[0]) / (2.0 * curvature)
+        if 0.0 < t < 1.0:
+            values.append((a[0] + t * d[0]) * (a[1] + t * d[1]))
+    return min(values), max(values)
+
+
+def hull_product_range(first: tuple[float, float], second: tuple[float, float]) -> tuple[float, float]:
+    """The range of ``z_0 z_1`` over the convex hull of the rectangle ``first x second`` and its reflection
+    through 0 (module docstring)."""
+    corners = np.array(list(itertools.product(first, second)), dtype=float)
+    points = np.unique(np.vstack([corners, -corners]), axis=0)
+    ranges = [_segment_range(a, b) for a, b in itertools.combinations_with_replacement(points, 2)]
+    return min(r[0] for r in ranges), max(r[1] for r in ranges)
+
+
 def unit_widths(bounds: np.ndarray, residual_bound: float, max_rows: int) -> np.ndarray:
     """How far one unit of at most ``max_rows`` rows can move each upper-triangle entry of M (module docstring)."""
-    reach = max_rows * float(residual_bound) * np.abs(np.asarray(bounds, dtype=float)).max(axis=1)
-    rows, cols = np.triu_indices(reach.size)
-    return np.where(rows == cols, 1.0, 2.0) * reach[rows] * reach[cols]
+    bounds = np.asarray(bounds, dtype=float)
+    reach = (max_rows * float(residual_bound)) ** 2
+    widths = []
+    for j, k in zip(*np.triu_indices(bounds.shape[0]), strict=True):
+        if j == k:
+            widths.append(float(np.abs(bounds[j]).max()) ** 2)
+        else:
+            lo, hi = hull_product_range(tuple(bounds[j]), tuple(bounds[k]))
+            widths.append(hi - lo)
+    return reach * np.array(widths)

@@ -244,9 +244,9 @@ def release_meat_sums(
     """:func:`release_meat` from the meat's exact upper triangle ``full`` (:func:`meat`, summed over
     chunks of the rows where they are partitioned: dpstats/design/moments.py), for rows in the box ``bounds``.
 
-    ``widths``: how far one neighbour moves each entry, when it is not one row's term
-    (:func:`entry_widths`): a meat summed by unit (dpstats/uncertainty/cluster_meat.py), given without
-    ``norms``."""
+    ``widths``: how far one neighbour moves each entry, when that is not one row's term
+    (:func:`entry_widths`): a meat summed by units of k rows (dpstats/uncertainty/cluster_meat.py), whose
+    ``residual_bound`` is then k R, the bound that one unit's score puts in the ``norms`` bound."""
     p = bounds.shape[0]
     alone, rest = names
     widths = entry_widths(bounds, residual_bound) if widths is None else widths

@@ -38,6 +38,9 @@
 #'   its units; \code{NULL} asks for 2 standard errors of the non-private fit.
 #' @param se_share the part of eps the planned call spends on standard errors
 #'   (\code{NULL}: each mechanism's default), which decides the budget of each point estimate.
+#' @param max_rows,units a call whose privacy unit holds up to \code{max_rows} of the n rows,
+#'   in \code{units} units (\code{dp_ols(..., unit = , max_rows = )}): the mechanisms that prove
+#'   the unit-level guarantee, at their unit-level reading.
 #' @return a data frame of class \code{dpstats_comparison}, a row per mechanism: why it
 #'   does not apply, its predicted failure rate, its error (user's units and standard
 #'   errors of the non-private fit), the eps and n it needs, and auto's choice; with the
@@ -49,7 +52,7 @@
 #' }
 #' @export
 dp_compare_methods <- function(formula, n, eps, bounds = list(), levels = list(), estimator = c("ols", "quantreg"),
-                               delta = 0, target = NULL, se_share = NULL) {
+                               delta = 0, target = NULL, se_share = NULL, max_rows = 1, units = NULL) {
   estimator <- match.arg(estimator)
   if (is.character(formula) && length(formula) == 1L) formula <- as.formula(formula, env = parent.frame())
   if (!inherits(formula, "formula")) stop("formula must be a formula such as y ~ x", call. = FALSE)
@@ -63,7 +66,7 @@ dp_compare_methods <- function(formula, n, eps, bounds = list(), levels = list()
   tr <- .translate_formula(formula, data, levels, env)
   declared <- .python_declarations(bounds, tr$levels, tr, data, env)
   out <- .interop()$compare_from_r(tr$python, n, eps, declared$bounds, declared$levels, estimator, delta,
-                                   target, se_share)
+                                   target, se_share, max_rows, units)
   if (!isTRUE(out$ok)) stop("dpstats: ", .r_message(out$message, tr), call. = FALSE)
   table <- as.data.frame(lapply(out$table, function(column) unlist(lapply(column, function(v) if (is.null(v)) NA else v))),
                          check.names = FALSE, stringsAsFactors = FALSE)

@@ -118,13 +118,15 @@ def release_centered_sandwich(
     box = np.vstack([[1.0, 1.0], np.column_stack([-centre, 1.0 - centre])])
     coef_centred = _centred(coef_unit, centre)
     bound = sandwich.residual_bound(coef_centred, box, (0.0, 1.0))
+    norms = sandwich.row_norms(p, blocks, centre)
     if units is None:
         full = rows(functools.partial(centred_meat, centre, coef_centred, bound))
-        norms, widths = sandwich.row_norms(p, blocks, centre), None
-    else:
+        released = sandwich.release_meat_sums(rng, full, box, bound, eps - eps_sum, 0, norms)
+    else:  # a unit's score is bounded as one row's with residual bound k R (dpstats/uncertainty/cluster_meat.py)
         full = rows(functools.partial(clustered_centred_meat, units, centre, coef_centred, bound))
-        norms, widths = None, cluster_meat.unit_widths(box, bound, units.max_rows)
-    released = sandwich.release_meat_sums(rng, full, box, bound, eps - eps_sum, 0, norms, widths=widths)
+        widths = cluster_meat.unit_widths(box, bound, units.max_rows)
+        reach = units.max_rows * bound
+        released = sandwich.release_meat_sums(rng, full, box, reach, eps - eps_sum, 0, norms, widths=widths)
     return CenteredSandwich(u_sum=u_sum, centre=centre, meat=released)
 
 

@@ -44,3 +44,11 @@ test_that("the budget's ledger names each release's privacy unit", {
          budget = b, random_state = 4)
   expect_equal(dp_ledger(b)$unit, c("id", "row"))
 })
+
+test_that("dp_compare_methods plans a worker-level call", {
+  skip_if_no_dpstats()
+  plan <- dp_compare_methods(log(wage) ~ education, n = 4165, eps = 5, bounds = PSID_BOUNDS,
+                             max_rows = 7, units = 595)
+  expect_setequal(plan$method, c("noisystats", "tukey", "noisystats (repaired)"))
+  expect_match(attr(plan, "text"), "up to 7 rows \\(595 units\\)")
+})
