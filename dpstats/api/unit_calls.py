@@ -8,8 +8,9 @@ unit) runs at the user's request; any other runs at the row-level request
 whose group privacy is the user's (dpstats/mechanisms/units.py), without
 standard errors, and its release reports the unit-level budget. auto chooses
 among the unit-native mechanisms; its error model reads NoisyStats at eps / k
-(its sensitivities are k times one row's) and Tukey depth at eps (its batches
-hold whole units): dpstats/planning/candidates.py, ``Candidate.whole_units``.
+(its sensitivities are k times one row's) and Tukey depth at the whole eps with
+n the number of units (its batches hold whole units): dpstats/planning/candidates.py,
+``Candidate.at_unit_level``.
 """
 
 from __future__ import annotations
