@@ -135,8 +135,6 @@ def unreadable(fair: pd.DataFrame):
         ("ols", "theilsen"),
         ("ols", "tukey"),
         ("ols", "gradient"),
-        ("ols", "auto"),
-        ("quantreg", "auto"),
         ("quantreg", "kng"),
     ],
 )
@@ -145,6 +143,31 @@ def test_refused_before_reading(unreadable, kind, method):
     with pytest.raises(ValueError, match="'histogram'") as error:
         _fit(kind, method, "affairs ~ yrs_married", unreadable, delta=delta)
     assert "dask DataFrame" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("kind", "formula", "on_pandas_too"),
+    [
+        ("ols", "affairs ~ yrs_married + age", True),  # pandas' auto takes NoisyStats too: the same release
+        ("ols", "affairs ~ yrs_married", False),  # pandas' auto takes Theil-Sen, which does not run on Dask
+        ("quantreg", "affairs ~ yrs_married + age", True),  # the histogram on both
+    ],
+)
+def test_auto_chooses_among_the_mechanisms_that_run_on_dask(dirty, dirty_dask, kind, formula, on_pandas_too):
+    """auto on a dask DataFrame: a mechanism whose statistics are sums over rows, the pandas release of that
+    mechanism (the rows counted first, then the same error model among those mechanisms)."""
+    with dask.config.set(scheduler="threads"):
+        res = _fit(kind, "auto", formula, dirty_dask)
+    estimator = "ols" if kind == "ols" else "quantreg"
+    assert estimator in dpstats.mechanisms.REGISTRY[res.method].distributed
+    options = {"singular": res.hyperparameters["singular"]} if res.method == "noisystats" else {}  # or repaired
+    _same(_fit(kind, res.method, formula, dirty, **options), res)
+    assert (_fit(kind, "auto", formula, dirty).method == res.method) is on_pandas_too
+
+
+def test_a_grouped_auto_on_dask_is_refused_before_reading(unreadable):
+    with pytest.raises(ValueError, match="grouped fit on a dask DataFrame"):
+        dpstats.dp_ols("affairs ~ yrs_married", unreadable, eps=1.0, bounds=BOUNDS, by="religious", groups=[1, 2])
 
 
 def test_a_dask_series_is_refused(dirty_dask):

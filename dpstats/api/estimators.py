@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..design.units import Units, bound_contributions, check_unit
 from ..distributed.by_group import fit_by_group as fit_dask_by_group
-from ..distributed.dask_design import dask_design, is_dask
+from ..distributed.dask_design import dask_design, is_dask, supported
 from ..frontend.formula import build_design, check_data
 from ..frontend.metadata import check_bounds
 from ..groups.fit import fit_by_group
@@ -69,7 +69,8 @@ def dp_ols(
         the data are read.
     data : DataFrame (or dict of columns) holding the private rows, or a
         dask DataFrame (``pip install "dpstats[dask]"``) for the methods whose
-        statistics are sums over rows: dpstats/distributed/dask_design.py.
+        statistics are sums over rows (``method="auto"`` chooses among them once
+        the rows are counted): dpstats/distributed/dask_design.py.
     eps : total privacy budget of the call (> 0, finite). What is reported
         never exceeds it.
     bounds : public bounds ``{name: (lower, upper)}`` for every numeric variable
@@ -452,14 +453,17 @@ def _fit(
     the formula and the declarations alone decide (dpstats/planning/)."""
     privacy, spec, hyper, reason, note, units = plan.privacy, plan.spec, plan.hyper, None, None, None
     rng = make_rng(random_state)
-    if not is_dask(data):
+    dask = is_dask(data)
+    allowed = frozenset(supported(estimator)) if dask else unit_candidates(plan.unit)[1]
+    if not dask:
         data = check_data(data)
         data, units = _bounded(data, plan, rng)
-        note = _plan_note(estimator, formula, data, plan, bounds, levels, units)
-    if is_dask(data):  # the rows stay on the workers: dpstats/distributed/dask_design.py
+        note = _plan_note(estimator, formula, len(data), list(data.columns), plan, bounds, levels, units, allowed)
+    if dask:  # the rows stay on the workers: dpstats/distributed/dask_design.py
         if plan.integers is not None or plan.unit is not None:
             raise ValueError("integers= and unit= are for one fit on a pandas DataFrame, not a Dask DataFrame")
         design, formula_spec = dask_design(formula, data, bounds, levels, spec, estimator, plan.need_bounds, missing)
+        note = _plan_note(estimator, formula, design.n, list(data.columns), plan, bounds, levels, None, allowed)
     else:
         design, formula_spec = build_design(
             formula, data, bounds, levels, need_bounds=plan.need_bounds, missing=missing, integers=plan.integers
@@ -467,7 +471,6 @@ def _fit(
     if units is not None:
         design = replace(design, units=units)
     if spec is None:
-        _, allowed = unit_candidates(plan.unit)
         choice = choose(PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share), allowed)
         reason = choice.reason
         spec = get_mechanism(choice.method, estimator)
@@ -497,24 +500,28 @@ def _fit(
 def _plan_note(
     estimator: str,
     formula: str,
-    data: pd.DataFrame,
+    n: int,
+    columns: list[str],
     plan: _Plan,
     bounds: Mapping[str, Sequence[float]] | None,
     levels: Mapping[str, Sequence] | None,
-    units: Units | None = None,
+    units: Units | None,
+    allowed: frozenset[str] | None,
 ) -> str | None:
-    """The plan's verdict on this call from its public facts (n, the data's column names, the declarations):
-    ``method="auto"`` raises on a negative one unless forced; otherwise it goes into the result's status.
-    A mechanism that needs no bounds, or a budget given as rho, has no prediction to judge."""
+    """The plan's verdict on this call from its public facts (n, the data's column names, the declarations),
+    auto choosing among ``allowed`` (None: every mechanism; the unit-native ones with ``unit=``; those that run
+    on a Dask DataFrame there, whose rows are counted first): ``method="auto"`` raises on a negative one unless
+    forced; otherwise it goes into the result's status. A mechanism that needs no bounds, or a budget given as
+    rho, has no prediction to judge."""
     request = plan.privacy
     if request.eps is None or not plan.need_bounds:
         return None
-    unit_rows, allowed = unit_candidates(plan.unit)
+    unit_rows = 1 if plan.unit is None else plan.unit[1]
     call = PlannedCall(
-        formula, len(data), request.eps, request.delta, bounds, levels, estimator, request.se_share, plan.target,
+        formula, n, request.eps, request.delta, bounds, levels, estimator, request.se_share, plan.target,
         allowed, unit_rows, None if units is None else units.count,
     )  # fmt: skip
-    note = call.verdict("auto" if plan.spec is None else plan.spec.name, plan.hyper, list(data.columns))
+    note = call.verdict("auto" if plan.spec is None else plan.spec.name, plan.hyper, columns)
     if note is not None and plan.spec is None and not plan.force:
         raise call.refusal(note)
     return note

@@ -26,9 +26,11 @@ each time for a sum at public, already released values.
 
 Mechanisms that need every row in one place (Theil-Sen's pairs, Tukey depth,
 the gradient methods' passes, KNG quantile regression's chain) are refused
-before any data are read, with the alternatives named; so is
-``method="auto"``, whose choice could fall on one of them. Grouped calls
-(``by=``) on a dask DataFrame are in dpstats/distributed/by_group.py.
+before any data are read, with the alternatives named. ``method="auto"``
+chooses among the mechanisms that run here (:func:`supported`), by the same
+error model and refusal rule as on pandas, once the rows are counted (n is
+public). Grouped calls (``by=``) on a dask DataFrame are in
+dpstats/distributed/by_group.py, where auto is refused.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def check_method(spec: MechanismSpec | None, estimator: str) -> None:
     names = ", ".join(repr(name) for name in supported(estimator))
     if spec is None:
         raise ValueError(
-            f"method='auto' is not available for a dask DataFrame; pass method= one of {names} "
+            f"method='auto' is not available for a grouped fit on a dask DataFrame; pass method= one of {names} "
             "(their statistics are sums over rows, computed on the workers)"
         )
     if estimator not in spec.distributed:
@@ -87,7 +89,8 @@ def dask_design(
     on the DataFrame's empty ``_meta`` (its column names and dtypes); n is
     the number of rows (public); ``chunks`` sums a statistic over the partitions.
     """
-    check_method(spec, estimator)
+    if spec is not None:  # auto chooses among the mechanisms that run here (dpstats/api/estimators.py)
+        check_method(spec, estimator)
     if not isinstance(getattr(data, "_meta", None), pd.DataFrame):
         raise TypeError("data: a dask DataFrame is needed (not a dask Series or Array)")
     build = functools.partial(_partition_design, formula, bounds, levels, need_bounds, missing)
