@@ -19,7 +19,11 @@ NoisyStats batch of dpstats/distributed/by_group.py, two passes over the
 data); printed instead of the estimates: the median over the groups of each
 term's absolute error and the share of failed groups.
 
+``--method auto`` lets auto choose among the mechanisms that run on Dask (the row
+count first, then the error model; one fit only), and prints its choice.
+
     python benchmarks/bench_dask.py [--rows 100000000] [--partitions 100] [--workers 2] [--groups 0]
+        [--method noisystats|auto]
 """
 
 from __future__ import annotations
@@ -65,7 +69,10 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--groups", type=int, default=0, help="0: one fit; G: a grouped fit over G keys")
+    parser.add_argument("--method", choices=("noisystats", "auto"), default="noisystats")
     args = parser.parse_args()
+    if args.groups and args.method == "auto":
+        parser.error("a grouped fit on Dask takes an explicit method")
     data = lazy_frame(args.rows, args.partitions, args.groups)
     grouped = {"by": "g", "groups": range(args.groups), "se_share": 0} if args.groups else {}
     with (
@@ -77,7 +84,7 @@ def main() -> None:
     ):
         tracemalloc.start()
         start = time.perf_counter()
-        res = dpstats.dp_ols("y ~ x + z", data, eps=1.0, bounds=BOUNDS, method="noisystats", random_state=1, **grouped)
+        res = dpstats.dp_ols("y ~ x + z", data, eps=1.0, bounds=BOUNDS, method=args.method, random_state=1, **grouped)
         seconds = time.perf_counter() - start
         _, traced_peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
@@ -89,7 +96,8 @@ def main() -> None:
         f"{f'data size ({columns} 8-byte columns, never on the client)':<58}{args.rows * columns * 8 / mb:>12,.0f} MB"
     )
     fit = f"{args.groups:,} groups, se_share=0" if args.groups else "with SEs"
-    print(f"{f'fit time (dp_ols, noisystats, eps = 1, {fit})':<58}{seconds:>12.1f} s")
+    chosen = args.method if args.groups else res.method + (" (auto's choice)" if args.method == "auto" else "")
+    print(f"{f'fit time (dp_ols, {chosen}, eps = 1, {fit})':<58}{seconds:>12.1f} s")
     print(f"{'client peak, tracemalloc during the fit':<58}{traced_peak / mb:>12.1f} MB")
     print(f"{'client peak, ru_maxrss of the process (with scheduler)':<58}{rss_peak / mb:>12.1f} MB")
     if args.groups:
