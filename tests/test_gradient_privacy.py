@@ -187,13 +187,6 @@ CANARIES = {
 }
 
 
-def _corner_event(samples: GrayBoxSamples) -> tuple[np.ndarray, np.ndarray]:
-    """min_j of the output's signed distance past the midpoint, towards D: large only when every coordinate is."""
-    w = np.sign(samples.value_d - samples.value_dp)
-    mid = (samples.value_d + samples.value_dp) / 2
-    return ((samples.noisy_d - mid) * w).min(axis=1), ((samples.noisy_dp - mid) * w).min(axis=1)
-
-
 def _audit(variant: str, canary: str | None, delta: float = 0.0, reduce=None) -> float:
     sampler, sensitivity = ("laplace", "l1_sensitivity") if variant == "pure" else ("gaussian", "l2_sensitivity")
     context = {
@@ -221,7 +214,7 @@ def _audit(variant: str, canary: str | None, delta: float = 0.0, reduce=None) ->
 @pytest.mark.slow
 @pytest.mark.parametrize("canary", list(CANARIES))
 def test_graybox_pure_round(canary: str) -> None:
-    eps_lb = _audit("pure", CANARIES[canary], reduce=_corner_event)
+    eps_lb = _audit("pure", CANARIES[canary], reduce=GrayBoxSamples.corner_event)
     if CANARIES[canary] is None:
         assert 0.6 < eps_lb <= 1.0  # within the claim eps/T = 1, and the audit sees most of it
     else:

@@ -250,6 +250,15 @@ COUNTS_ONLY = {"bins": 2, "moment_share": 0}
 WORST = unit_corner_pairs(6, 3, [(0.0, 1.0)], (0.0, 1.0))[0]  # all 3 rows of a unit move to another cell
 
 
+def _row_level_calibration(spec):
+    """The canary: the mechanism spends the unit-level eps as if a unit were one row (no group privacy)."""
+
+    def fit(design, privacy, rng, **options):
+        return spec.fit(design, replace(privacy, se_share=0.0), rng, **options)
+
+    return fit
+
+
 def _counts_audit(fit) -> object:
     return graybox_audit(
         fit, WORST, PrivacyRequest(eps=1.5), "histogram counts", runs=50_000, seed=3, alpha=ALPHA,
@@ -268,10 +277,7 @@ def test_graybox_group_privacy_within_the_unit_level_claim() -> None:
 
 @pytest.mark.slow
 def test_graybox_flags_row_level_calibration_claimed_at_the_unit_level() -> None:
-    def row_level(design, privacy, rng, **options):  # the canary: eps spent as if a unit were a row
-        return HISTOGRAM.fit(design, replace(privacy, se_share=0.0), rng, **options)
-
-    result = _counts_audit(row_level)
+    result = _counts_audit(_row_level_calibration(HISTOGRAM))
     assert result.eps_claimed == pytest.approx(1.5)
     assert result.flagged and result.eps_lb > 2.0, result.as_text()
 
@@ -365,17 +371,10 @@ def _gradient_unit_pair() -> NeighbourPair:
     return NeighbourPair("3 x 3 rows at (.5, .5), the last unit (0, 1) -> (0, 0)", d, d_prime)
 
 
-def _corner_event(samples: GrayBoxSamples) -> tuple[np.ndarray, np.ndarray]:
-    """min_j of the output's signed distance past the midpoint, towards D (tests/test_gradient_privacy.py)."""
-    w = np.sign(samples.value_d - samples.value_dp)
-    mid = (samples.value_d + samples.value_dp) / 2
-    return ((samples.noisy_d - mid) * w).min(axis=1), ((samples.noisy_dp - mid) * w).min(axis=1)
-
-
 def _gradient_audit(fit) -> object:
     return graybox_audit(
         fit, _gradient_unit_pair(), PrivacyRequest(eps=3.0), "gradient[0]", runs=50_000, seed=3, alpha=ALPHA,
-        options=GRADIENT_OPTIONS, reduce=_corner_event,
+        options=GRADIENT_OPTIONS, reduce=GrayBoxSamples.corner_event,
     )  # fmt: skip
 
 
@@ -390,10 +389,7 @@ def test_graybox_gradient_round_within_the_unit_level_claim() -> None:
 
 @pytest.mark.slow
 def test_graybox_gradient_row_level_calibration_is_flagged_at_the_unit_level() -> None:
-    def row_level(design, privacy, rng, **options):  # the canary: each round at 1.5 as if a unit were a row
-        return GRADIENT.fit(design, replace(privacy, se_share=0.0), rng, **options)
-
-    result = _gradient_audit(row_level)
+    result = _gradient_audit(_row_level_calibration(GRADIENT))
     assert result.eps_claimed == pytest.approx(1.5)
     assert result.flagged, result.as_text()
 

@@ -26,7 +26,7 @@ from ..privacy.budget import Accountant, check_accountant, requested_spend
 from ..privacy.noise import RandomState, make_rng
 from ..results.quantile_fits import DPQuantileFits
 from ..results.regression import DPRegressionResults
-from .unit_calls import check_unit_plan, unit_candidates, unit_release
+from .unit_calls import check_unit_plan, unit_methods, unit_release
 
 
 def dp_ols(
@@ -454,7 +454,7 @@ def _fit(
     privacy, spec, hyper, reason, note, units = plan.privacy, plan.spec, plan.hyper, None, None, None
     rng = make_rng(random_state)
     dask = is_dask(data)
-    allowed = frozenset(supported(estimator)) if dask else unit_candidates(plan.unit)[1]
+    allowed = frozenset(supported(estimator)) if dask else unit_methods(plan.unit)
     if not dask:
         data = check_data(data)
         data, units = _bounded(data, plan, rng)

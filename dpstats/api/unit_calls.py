@@ -50,11 +50,9 @@ def check_unit_plan(
         row_request(privacy, max_rows)  # a delta that group privacy would spread below a float is refused here
 
 
-def unit_candidates(unit: tuple[str, int] | None) -> tuple[int, frozenset[str] | None]:
-    """A call's rows per unit (1 for a row) and the methods auto may choose for it (None: all)."""
-    if unit is None or unit[1] == 1:
-        return 1, None
-    return unit[1], unit_native_methods()
+def unit_methods(unit: tuple[str, int] | None) -> frozenset[str] | None:
+    """The methods auto may choose for a call's unit (None: all; with units of several rows, the unit-native)."""
+    return None if unit is None or unit[1] == 1 else unit_native_methods()
 
 
 def unit_release(

@@ -234,6 +234,13 @@ class GrayBoxSamples:
         w = (np.asarray(self.value_d, float) - np.asarray(self.value_dp, float)).ravel()
         return self._flat(self.noisy_d) @ w, self._flat(self.noisy_dp) @ w
 
+    def corner_event(self) -> tuple[np.ndarray, np.ndarray]:
+        """Scalar samples: ``min_j`` of the output's signed distance past the midpoint of ``value(D)`` and
+        ``value(D')``, towards D: large only when every coordinate is (a corner of a vector release)."""
+        w = np.sign(self.value_d - self.value_dp)
+        mid = (self.value_d + self.value_dp) / 2
+        return ((self.noisy_d - mid) * w).min(axis=1), ((self.noisy_dp - mid) * w).min(axis=1)
+
     @staticmethod
     def _flat(noisy: np.ndarray) -> np.ndarray:
         return noisy.reshape(noisy.shape[0], -1)

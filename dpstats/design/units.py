@@ -70,9 +70,14 @@ def check_unit(unit: object, max_rows: object) -> tuple[str, int] | None:
         raise ValueError("unit must name a column (the privacy unit's key, e.g. 'person_id')")
     if max_rows is None:
         raise ValueError(f"unit={unit!r} needs max_rows=k: the public bound on one unit's rows")
+    return unit, check_max_rows(max_rows)
+
+
+def check_max_rows(max_rows: object) -> int:
+    """``max_rows``: a positive integer (1: a unit has one row)."""
     if isinstance(max_rows, bool) or not isinstance(max_rows, numbers.Integral) or max_rows < 1:
         raise ValueError("max_rows must be a positive integer")
-    return unit, int(max_rows)
+    return int(max_rows)
 
 
 def bound_contributions(

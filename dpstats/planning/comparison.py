@@ -14,7 +14,6 @@ or, without a target, to the sampling error's order (the privacy error at most
 from __future__ import annotations
 
 import dataclasses
-import numbers
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..design.units import check_max_rows
 from ..frontend.formula import build_design
 from ..frontend.grammar import CONTRASTS, MARKERS, NUMPY_MODULES, ROWWISE_FUNCTIONS
 from ..frontend.metadata import check_bounds, check_levels
@@ -161,7 +161,7 @@ def compare_methods(
     decides the budget each point estimate gets.
     """
     facts = plan_facts(formula, n, eps, bounds, levels, estimator, delta, se_share)
-    facts = dataclasses.replace(facts, unit_rows=check_rows(max_rows), units=units)
+    facts = dataclasses.replace(facts, unit_rows=check_max_rows(max_rows), units=units)
     allowed = None if facts.unit_rows == 1 else unit_native_methods()
     unit = error_unit(facts)
     rows = []
@@ -209,13 +209,6 @@ def compare_methods(
             f"{goal}. It would need {eps_text} at this n, or {n_text} at this eps."
         )
     return MethodComparison(facts, table, chosen, bool(usable), message)
-
-
-def check_rows(max_rows: object) -> int:
-    """``max_rows``: a positive integer (1: the privacy unit is a row)."""
-    if isinstance(max_rows, bool) or not isinstance(max_rows, numbers.Integral) or max_rows < 1:
-        raise ValueError("max_rows must be a positive integer")
-    return int(max_rows)
 
 
 def _at_n(facts: PublicFacts, n: int) -> PublicFacts:
