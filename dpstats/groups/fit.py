@@ -7,7 +7,11 @@ row-wise by the front end, dpstats/frontend/cells.py), one design is built for a
 groups at once, and every group gets the ungrouped mechanism at its size:
 NoisyStats in one vectorised batch where it applies
 (dpstats/mechanisms/noisystats/grouped.py), the other mechanisms group by
-group, on a process pool when the work is large. Each group's generator is
+group, on a process pool when the work is large. ``method="auto"`` chooses
+per group from the group's public size (dpstats/groups/auto.py), after a
+release of the data's noise level over all groups when the call has rows
+enough (dpstats/groups/noise_level.py); the groups of one choice are fitted
+together as above. Each group's generator is
 spawned from the call's (``Generator.spawn``), so the results do not depend
 on the pool or the number of workers. A dask DataFrame goes to
 dpstats/distributed/by_group.py, which builds on :func:`assemble` and
@@ -30,10 +34,10 @@ from ..frontend.metadata import check_bounds
 from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
 from ..mechanisms.base import Release, failed_release
 from ..mechanisms.noisystats import grouped as noisystats_grouped
-from ..planning.facts import PublicFacts
-from ..planning.selection import choose
 from ..privacy.accounting import PrivacySpent
 from ..privacy.noise import RandomState, make_rng
+from . import noise_level
+from .auto import GroupChoice, choose_per_group
 from .grouped_results import DPGroupedResults
 from .partition import GroupBudget, GroupDeclaration, group_budget, group_codes, layout, target_sizes
 
@@ -61,32 +65,108 @@ def fit_by_group(
     q: float | None = None,
 ) -> DPGroupedResults:
     """One release per declared group (module docstring); public inputs were checked by the caller."""
-    budget = group_budget(privacy, declaration, notion)
-    count_rng, fit_rng = make_rng(random_state).spawn(2)
-    request, reason = budget.request, None
     frame = pd.DataFrame(data)
     if declaration.by not in frame.columns:
         raise ValueError(f"by={declaration.by!r} is not a column of the data")
+    count_rng, fit_rng, level_rng = make_rng(random_state).spawn(3)
+    level_eps = 0.0
+    if spec is None:  # a grouped auto may first spend a share on the data's noise level (public facts decide)
+        public, _ = build_design(formula, frame.iloc[:0], bounds, levels, need_bounds=need_bounds, min_rows=0)
+        level_eps = (
+            noise_level.SHARE * privacy.eps if noise_level.worth_releasing(public, len(frame), privacy.eps) else 0.0
+        )
+    budget = group_budget(replace(privacy, eps=privacy.eps - level_eps), declaration, notion)
+    request = budget.request
     codes = group_codes(frame[declaration.by], declaration.keys)
     sizes = target_sizes(declaration, codes, budget.count_eps, count_rng)
     kept, _ = layout(codes, sizes)
     design, formula_spec = build_design(
         formula, _padded(frame, kept, codes, sizes), bounds, levels, need_bounds=need_bounds, missing="impute"
     )
-    if spec is None:
-        typical = int(np.median(sizes))  # the typical group's public size decides
-        facts = replace(PublicFacts.of(design, request.eps, request.delta, estimator, request.se_share), n=typical)
-        choice = choose(facts)
-        spec, reason = get_mechanism(choice.method, estimator), choice.reason
-        hyper = spec.check_options(choice.options)
-        spec.check_privacy(request, hyper)
-    spec.check_design(design)
     quantile = {} if q is None else {"q": q}
+    if spec is None:
+        level = None
+        if level_eps > 0:
+            level = noise_level.release(design, sizes, level_eps, budget.changed_groups, level_rng)
+            budget = noise_level.charged(budget, level_eps)
+        choices = choose_per_group(design, sizes, request, estimator, level)
+        releases = _fit_choices(choices, estimator, design, sizes, budget, fit_rng, quantile, n_jobs)
+        first = next((c for c in choices if c.spec is not None), None)
+        if first is None:  # public: the sizes alone decide
+            raise ValueError(choices[0].reason)
+        return assemble(
+            declaration, budget, first.spec, first.options, first.reason, design, formula_spec, sizes, releases,
+            estimator, bounds, per_group=_per_group(choices),
+        )  # fmt: skip
+    spec.check_design(design)
+    releases = _fit_with(spec, hyper, estimator, design, sizes, budget, fit_rng, quantile, n_jobs)
+    return assemble(declaration, budget, spec, hyper, None, design, formula_spec, sizes, releases, estimator, bounds)
+
+
+def _fit_with(
+    spec: MechanismSpec,
+    hyper: Mapping[str, object],
+    estimator: str,
+    design: Design,
+    sizes: np.ndarray,
+    budget: GroupBudget,
+    rng: np.random.Generator,
+    quantile: Mapping[str, float],
+    n_jobs: int | None,
+) -> list[Release]:
+    """Every group's release by one mechanism: NoisyStats' batch where it applies, else group by group."""
+    request = budget.request
     if spec.name == "noisystats" and noisystats_grouped.supports(design, request):
-        releases = noisystats_grouped.fit_groups(design, sizes, request, fit_rng, budget.changed_groups, **hyper)
-    else:
-        releases = _group_by_group(spec, estimator, design, sizes, request, fit_rng, {**hyper, **quantile}, n_jobs)
-    return assemble(declaration, budget, spec, hyper, reason, design, formula_spec, sizes, releases, estimator, bounds)
+        return noisystats_grouped.fit_groups(design, sizes, request, rng, budget.changed_groups, **hyper)
+    return _group_by_group(spec, estimator, design, sizes, request, rng, {**hyper, **quantile}, n_jobs)
+
+
+def _fit_choices(
+    choices: tuple[GroupChoice, ...],
+    estimator: str,
+    design: Design,
+    sizes: np.ndarray,
+    budget: GroupBudget,
+    rng: np.random.Generator,
+    quantile: Mapping[str, float],
+    n_jobs: int | None,
+) -> list[Release]:
+    """Every group's release by its own choice: the groups of one choice fitted together, each from a spawned
+    generator in the order the choices first appear."""
+    kinds: dict[tuple, GroupChoice] = {}
+    for choice in choices:
+        kinds.setdefault(choice.key, choice)
+    releases: list[Release | None] = [None] * len(choices)
+    starts = np.cumsum(sizes) - sizes
+    for choice, kind_rng in zip(kinds.values(), rng.spawn(len(kinds)), strict=True):
+        groups = np.flatnonzero([c.key == choice.key for c in choices])
+        if choice.spec is None:
+            spent = PrivacySpent(notion="approx" if budget.request.delta > 0 else "pure", eps=0.0)
+            for g in groups:
+                releases[g] = failed_release(design.n_columns, spent, choice.reason, "no standard errors: no fit")
+            continue
+        rows = np.concatenate([np.arange(starts[g], starts[g] + sizes[g]) for g in groups])
+        part = design.subset(rows)
+        choice.spec.check_design(part)
+        fitted = _fit_with(
+            choice.spec, choice.options, estimator, part, sizes[groups], budget, kind_rng, quantile, n_jobs
+        )
+        for g, release in zip(groups, fitted, strict=True):
+            releases[g] = release
+    return releases
+
+
+def _per_group(choices: tuple[GroupChoice, ...]) -> tuple[Mapping[str, object], ...]:
+    """Each group's method in the results' context (empty when every group has the same choice)."""
+    if len({c.key for c in choices}) == 1:
+        return ()
+    return tuple(
+        {"method": "none", "method_title": "none", "citation": "", "hyperparameters": {}, "method_reason": c.reason}
+        if c.spec is None
+        else {"method": c.spec.name, "method_title": c.spec.title, "citation": c.spec.citation,
+              "hyperparameters": c.options, "method_reason": c.reason}
+        for c in choices
+    )  # fmt: skip
 
 
 def assemble(
@@ -101,8 +181,10 @@ def assemble(
     releases: Sequence[Release],
     estimator: str,
     bounds: Mapping[str, Sequence[float]] | None,
+    per_group: tuple[Mapping[str, object], ...] = (),
 ) -> DPGroupedResults:
-    """The grouped results of the groups' releases (public metadata only)."""
+    """The grouped results of the groups' releases (public metadata only); ``per_group``: each group's own
+    method, where a grouped auto chose differently for different groups."""
     context = {
         "estimator": estimator,
         "spec": formula_spec,
@@ -122,6 +204,7 @@ def assemble(
         context=context,
         privacy=budget.spent,
         public_sizes=declaration.public_sizes,
+        per_group=per_group,
     )
 
 

@@ -40,6 +40,7 @@ class DPGroupedResults:
     context: Mapping[str, object] = field(repr=False)
     privacy: PrivacySpent
     public_sizes: bool
+    per_group: tuple[Mapping[str, object], ...] = field(default=(), repr=False)
 
     def __getitem__(self, key: object) -> DPRegressionResults:
         try:
@@ -49,7 +50,14 @@ class DPGroupedResults:
         return self._fit(g)
 
     def _fit(self, g: int) -> DPRegressionResults:
-        return DPRegressionResults.from_release(self.releases[g], nobs=self.sizes[g], **self.context)
+        context = {**self.context, **self.per_group[g]} if self.per_group else self.context
+        return DPRegressionResults.from_release(self.releases[g], nobs=self.sizes[g], **context)
+
+    @property
+    def methods(self) -> pd.Series:
+        """Each group's mechanism (one name throughout unless a grouped auto chose per group)."""
+        names = [c["method"] for c in self.per_group] if self.per_group else [self.context["method"]] * len(self)
+        return pd.Series(names, index=self._index(), name="method")
 
     @cached_property
     def fits(self) -> tuple[DPRegressionResults, ...]:
@@ -118,8 +126,7 @@ class DPGroupedResults:
         model = (
             ("Dep. variable", first.y_name),
             ("Formula", first.formula),
-            ("Method", first.method_title),
-            ("Reference", first.citation),
+            *self._method_lines(first),
             ("Groups", f"{len(self.keys)} declared keys of {self.by!r}"),
             ("Group sizes", f"{sizes}: median {int(self.nobs.median())}"),
             ("Failed groups", str(failed)),
@@ -151,6 +158,14 @@ class DPGroupedResults:
             noisy_stats=(),
             notes=notes,
         )
+
+    def _method_lines(self, first: DPRegressionResults) -> tuple[tuple[str, str], ...]:
+        """The summary's method: the one used, or each mechanism auto chose with its number of groups."""
+        if not self.per_group:
+            return (("Method", first.method_title), ("Reference", first.citation))
+        counts = self.methods.value_counts()
+        chosen = ", ".join(f"{name} ({count} groups)" for name, count in counts.items())
+        return (("Method", f"auto, per group: {chosen}"),)
 
     def __str__(self) -> str:
         return self.summary().as_text()

@@ -60,6 +60,12 @@ Theorem (the budget of a grouped call). Let the call's budget be
    and the two changed groups compose to (eps, delta). The eps reported is
    the eps passed.
 
+A grouped ``method="auto"`` may first release the data's noise level over all
+groups (dpstats/groups/noise_level.py). Every row is in that release and in its
+group's fit, so the two compose sequentially: the groups' budget above is then
+built from the call's eps less that release's, and the eps reported is still
+the eps passed.
+
 In both modes a row with an undeclared key is in no group: changing it into
 a row of group g changes only g, which the theorem covers. With public sizes
 the guarantee for neighbours that do move a row between groups is 2 eps

@@ -10,7 +10,11 @@ is predicted) it holds the 68th percentile of the deviation of the slopes of
 interest from the non-private fit on the unit scale (``dev``: every slope in
 the continuous family, x's alone in the categorical one, whose dummies are
 controls), the same in units of the non-private standard errors (``rel``,
-Alabi et al. 2022's C(68)/sigma) and the failure rate.
+Alabi et al. 2022's C(68)/sigma) and the failure rate; the cells calibrated
+since it was added also hold the 90th percentile of the deviation with a
+failed fit counted as infinite (``tail``: what a grouped auto ranks,
+dpstats/planning/selection.py), and :class:`Prediction` has a tail only where
+every cell it is read from records one.
 
 Which grid predicts a design (:func:`reference`): one with an intercept,
 exactly one continuous slope and exactly one categorical block (L = the
@@ -79,6 +83,8 @@ class Prediction:
     rel: tuple[float, ...]
     failure: float
     refused: bool = False
+    tail: tuple[float, ...] | None = None
+    noise: tuple[float, ...] = ()
 
     @property
     def typical_dev(self) -> float:
@@ -100,6 +106,8 @@ class _Grid:
     rel: np.ndarray
     failure: np.ndarray  # (n, eps, d or L)
     refused: np.ndarray  # (n, eps, d or L), bool; cells the calibration did not simulate count as refused
+    tail: np.ndarray  # as dev, NaN in the cells calibrated before the tail was recorded
+    noise: tuple[float, ...]  # each scenario's noise level (sd_e, unit scale)
 
 
 def _grid(cells: list[dict], shape_key: str) -> _Grid:
@@ -108,16 +116,25 @@ def _grid(cells: list[dict], shape_key: str) -> _Grid:
     shape = (len(ns), len(es), len(ds))
     scen = max(len(c["scenarios"]) for c in cells)
     dev, rel = np.full((*shape, scen), math.log(CAP)), np.full((*shape, scen), math.log(CAP))
+    tail = np.full((*shape, scen), math.log(CAP))  # NaN where a simulated cell records no tail
     failure, refused = np.ones(shape), np.ones(shape, dtype=bool)
+    simulated = [c for c in cells if not c["refused"]]
     for c in cells:
         at = (ns.index(c["n"]), es.index(c["eps"]), ds.index(c[shape_key]))
         refused[at] = c["refused"]
         if c["refused"]:
             continue
-        dev[at] = [math.log(min(max(s["dev"], 1e-12), CAP)) for s in c["scenarios"]]
-        rel[at] = [math.log(min(max(s["rel"], 1e-12), CAP)) for s in c["scenarios"]]
+        dev[at] = [_log(s["dev"]) for s in c["scenarios"]]
+        rel[at] = [_log(s["rel"]) for s in c["scenarios"]]
+        tail[at] = [_log(s["tail"]) if "tail" in s else math.nan for s in c["scenarios"]]
         failure[at] = max(s["failure"] for s in c["scenarios"])
-    return _Grid((np.log(ns), np.log(es), np.log(ds)), dev, rel, failure, refused)
+    noise = tuple(float(s["sd_e"]) for s in simulated[0]["scenarios"]) if simulated else ()
+    return _Grid((np.log(ns), np.log(es), np.log(ds)), dev, rel, failure, refused, tail, noise)
+
+
+def _log(value: float) -> float:
+    """The log of a recorded error, within [1e-12, CAP] (an infinite tail: a failure in the tail)."""
+    return math.log(min(max(value, 1e-12), CAP))
 
 
 @functools.lru_cache(maxsize=1)
@@ -206,7 +223,8 @@ def _interpolate_inside(values: np.ndarray, grid: _Grid, point: tuple[float, flo
     for i, a in wn:
         for j, b in we:
             for k, c in wd:
-                out = out + a * b * c * values[i, j, k]
+                if a * b * c != 0.0:  # a cell of weight 0 plays no part, even where it holds NaN (no tail)
+                    out = out + a * b * c * values[i, j, k]
     return np.asarray(out)
 
 
@@ -256,4 +274,12 @@ def predict(candidate: Candidate, facts: PublicFacts) -> Prediction:
     dev = np.minimum(np.exp(_interpolate(grid.dev, grid, point, MAX_DECAY["dev"])), CAP)
     rel = np.minimum(np.exp(_interpolate(grid.rel, grid, point, MAX_DECAY["rel"])), CAP)
     failure = float(np.clip(_interpolate(grid.failure, grid, point, MAX_DECAY["failure"]), 0.0, 1.0))
-    return Prediction(candidate.label, tuple(map(float, dev)), tuple(map(float, rel)), failure)
+    tail = np.minimum(np.exp(_interpolate(grid.tail, grid, point, MAX_DECAY["dev"])), CAP)
+    return Prediction(
+        candidate.label,
+        tuple(map(float, dev)),
+        tuple(map(float, rel)),
+        failure,
+        tail=None if np.isnan(tail).any() else tuple(map(float, tail)),
+        noise=grid.noise,
+    )

@@ -26,7 +26,10 @@ class PublicFacts:
     of one unit (dpstats/design/units.py), 1 for a row: one unit then moves up
     to that many rows, and a candidate's error is read at ``eps / unit_rows``
     unless its batches hold whole units (``Candidate.whole_units``); ``units``
-    is then the number of units (public, as n).
+    is then the number of units (public, as n). ``side_by_side``: the fit is one
+    of a grouped call's, read beside the others (auto ranks by the tail,
+    dpstats/planning/selection.py); ``noise_level``: the residual standard deviation on the unit
+    scale released for it (dpstats/groups/noise_level.py), None when not released.
     """
 
     n: int
@@ -43,6 +46,8 @@ class PublicFacts:
     dummy: tuple[bool, ...] = ()
     unit_rows: int = 1
     units: int | None = None
+    side_by_side: bool = False
+    noise_level: float | None = None
 
     @property
     def continuous(self) -> int:

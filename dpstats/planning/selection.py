@@ -21,6 +21,16 @@
    the choice must do well in every scenario, not in one.
 4. The smallest score wins; ties go to the candidates' order.
 
+Groups read side by side (a grouped call, ``PublicFacts.side_by_side``) are
+judged by their worst fits, not their typical one: a map or a ranking of small
+areas is led by its extremes, and an average over them by its outliers. There
+auto ranks by the tail (:func:`tail_choice`): each candidate's predicted 90th
+percentile of the deviation, a failed fit counting as an infinite deviation,
+so a failure is priced as the worst error rather than dropped above
+``MAX_FAILURE``; with a released noise level (dpstats/groups/noise_level.py)
+only the scenarios of that noise level are weighed. Step 2's rule on biased
+candidates applies unchanged.
+
 Quantile regression with one design column (an intercept or a slope alone) keeps KNG,
 which samples that density exactly (Reimherr & Awan 2019, section 4.5).
 """
@@ -86,17 +96,36 @@ def choose(facts: PublicFacts, allowed: Collection[str] | None = None) -> Choice
             refusals.append((candidate.label, refusal))
     if not applicable:
         raise ValueError(f"no mechanism fits this design: {dict(refusals)}")
-    reliable = [(c, p) for c, p in applicable if p.failure <= MAX_FAILURE] or applicable
+    by_tail = facts.side_by_side and all(p.tail is not None for _, p in applicable)
+    reliable = applicable if by_tail else [(c, p) for c, p in applicable if p.failure <= MAX_FAILURE] or applicable
     if any(not c.biased and p.typical_rel <= USABLE_REL for c, p in reliable):
         reliable = [
             (c, p) for c, p in reliable if not c.biased or (c.bias_calibrated and p.typical_rel <= NEGLIGIBLE_REL)
         ]
-    score = scores([p for _, p in reliable])
+    if by_tail:
+        score, what = tail_scores([p for _, p in reliable], facts.noise_level), "90th percentile of the error"
+    else:
+        score, what = scores([p for _, p in reliable]), "error"
     winner, prediction = reliable[int(np.argmin(score))]
     others = ", ".join(f"{c.label} {s:.2g}" for (c, _), s in zip(reliable, score, strict=True) if c is not winner)
     reason = (
-        f"smallest predicted error from public facts (n, eps, the design's shape): deviation from the "
+        f"smallest predicted {what} from public facts (n, eps, the design's shape): deviation from the "
         f"non-private fit {prediction.typical_rel:.2g} of its standard error in a typical scenario, "
         f"failure {prediction.failure:.0%}; relative to it" + (f": {others}" if others else ": no other candidate")
     )
     return Choice(winner.method, dict(winner.options), reason, tuple(p for _, p in applicable), tuple(refusals))
+
+
+def matching_scenarios(noise: tuple[float, ...], level: float | None) -> np.ndarray:
+    """The scenarios whose noise level is nearest ``level`` on the log scale (all of them when it is unknown)."""
+    if level is None or not noise:
+        return np.ones(len(noise), dtype=bool)
+    distance = np.abs(np.log(np.asarray(noise)) - np.log(max(level, 1e-12)))
+    return distance <= distance.min() * (1 + 1e-9)
+
+
+def tail_scores(predictions: list[Prediction], noise_level: float | None) -> np.ndarray:
+    """Each prediction's geometric-mean regret of its tail over the scenarios of the noise level (module docstring)."""
+    keep = matching_scenarios(predictions[0].noise, noise_level)
+    tails = [Prediction(p.label, tuple(np.asarray(p.tail)[keep]), (), p.failure) for p in predictions]
+    return scores(tails)
