@@ -391,8 +391,8 @@ def _grouped_call(
 ) -> Callable[..., DPGroupedResults]:
     """Check a grouped call's public inputs; return the fit to run (dpstats/groups/fit.py)."""
     declaration = declare_groups(by, groups, group_sizes, count_share)
-    if plan.target is not None:
-        raise ValueError("target= judges one fit: a grouped fit (by=) is not refused per group")
+    if plan.target is not None and plan.spec is not None:
+        raise ValueError("target= in a grouped fit (by=) judges each group's choice of method='auto'")
     if plan.integers is not None:
         raise ValueError("integers= is for one fit on a pandas DataFrame, not a grouped fit (by=)")
     if missing != "impute":
@@ -405,7 +405,7 @@ def _grouped_call(
         call = dict(need_bounds=plan.need_bounds, bounds=bounds, levels=levels, random_state=random_state, q=q)
         if is_dask(data):  # the rows stay on the workers: dpstats/distributed/by_group.py
             return fit_dask_by_group(estimator, formula, data, declaration, **checked, **call)
-        return fit_by_group(estimator, formula, data, declaration, n_jobs=n_jobs, **checked, **call)
+        return fit_by_group(estimator, formula, data, declaration, n_jobs=n_jobs, target=plan.target, **checked, **call)
 
     return run
 

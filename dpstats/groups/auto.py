@@ -8,10 +8,14 @@ scenarios of the released noise level (dpstats/groups/noise_level.py) when
 the call released one. Groups of the same size get the same choice, so the
 rule runs once per distinct size.
 
-What the ungrouped auto does not do here: refuse. Small-area estimates are
-used side by side and in aggregate, and each group's interval says how wide
-it is, so a group too noisy to publish on its own is still fitted. A group
-whose size no mechanism accepts gets a failed release with the reason.
+What the ungrouped auto does not do here: refuse by its default rule.
+Small-area estimates are used side by side and in aggregate, and each
+group's interval says how wide it is, so a group too noisy to publish on its
+own is still fitted. A user's ``target=`` still applies, per group: a group
+whose choice is predicted to err by more than the target on the first
+regressor (in a typical scenario, as dpstats/planning/refusal.py reads it)
+is refused before its mechanism runs and spends nothing; so is a group whose
+size no mechanism accepts. Both get a failed release with the reason.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import numpy as np
 
 from ..design.matrix import Design
 from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
+from ..planning.candidates import label_of
+from ..planning.error_model import error_term, error_unit
 from ..planning.facts import PublicFacts
 from ..planning.selection import choose
 
@@ -46,26 +52,40 @@ def choose_per_group(
     sizes: np.ndarray,
     request: PrivacyRequest,
     estimator: str,
-    noise_level: float | None,
+    noise_level: tuple[float, float] | None,
+    target: float | None = None,
 ) -> tuple[GroupChoice, ...]:
-    """Every group's choice (module docstring), in the groups' order."""
+    """Every group's choice (module docstring), in the groups' order; ``target`` as checked by the caller."""
     base = replace(
         PublicFacts.of(design, request.eps, request.delta, estimator, request.se_share),
         side_by_side=True,
         noise_level=noise_level,
     )
-    by_size = {int(m): _choice(replace(base, n=int(m)), request, estimator) for m in np.unique(sizes)}
+    by_size = {int(m): _choice(replace(base, n=int(m)), request, estimator, target) for m in np.unique(sizes)}
     return tuple(by_size[int(m)] for m in sizes)
 
 
-def _choice(facts: PublicFacts, request: PrivacyRequest, estimator: str) -> GroupChoice:
-    """The rule at one size; a size no mechanism accepts gives a choice of none (public facts only)."""
+def _choice(facts: PublicFacts, request: PrivacyRequest, estimator: str, target: float | None) -> GroupChoice:
+    """The rule at one size; a size no mechanism accepts, or whose choice misses the target, gives a choice of
+    none (public facts only)."""
     try:
         choice = choose(facts)
     except ValueError as refusal:
         return GroupChoice(None, {}, f"no mechanism fits a group of {facts.n} rows: {refusal}")
+    if target is not None:
+        label = label_of(choice.method, choice.options, estimator)
+        prediction = next(p for p in choice.predictions if p.label == label)
+        error = prediction.typical_dev * error_unit(facts)
+        if not error <= target:
+            return GroupChoice(
+                None,
+                {},
+                f"refused before spending: in a group of {facts.n} rows {label} is predicted to err by "
+                f"{error:.3g} on {error_term(facts)}, above target={target:g}",
+            )
     spec = get_mechanism(choice.method, estimator)
     options = spec.check_options(choice.options)
     spec.check_privacy(request, options)
-    level = "" if facts.noise_level is None else f"; released noise level {facts.noise_level:.2g} (unit scale)"
+    level = facts.noise_level
+    level = "" if level is None else f"; released noise level {level[0]:.2g} to {level[1]:.2g} (unit scale)"
     return GroupChoice(spec, options, f"a group of {facts.n} rows: {choice.reason}{level}")

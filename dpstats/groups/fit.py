@@ -63,8 +63,10 @@ def fit_by_group(
     random_state: RandomState,
     n_jobs: int | None,
     q: float | None = None,
+    target: float | None = None,
 ) -> DPGroupedResults:
-    """One release per declared group (module docstring); public inputs were checked by the caller."""
+    """One release per declared group (module docstring); public inputs were checked by the caller
+    (``target`` with ``method="auto"`` only: dpstats/groups/auto.py)."""
     frame = pd.DataFrame(data)
     if declaration.by not in frame.columns:
         raise ValueError(f"by={declaration.by!r} is not a column of the data")
@@ -89,7 +91,7 @@ def fit_by_group(
         if level_eps > 0:
             level = noise_level.release(design, sizes, level_eps, budget.changed_groups, level_rng)
             budget = noise_level.charged(budget, level_eps)
-        choices = choose_per_group(design, sizes, request, estimator, level)
+        choices = choose_per_group(design, sizes, request, estimator, level, target)
         releases = _fit_choices(choices, estimator, design, sizes, budget, fit_rng, quantile, n_jobs)
         first = next((c for c in choices if c.spec is not None), None)
         if first is None:  # public: the sizes alone decide

@@ -26,10 +26,13 @@ dpstats/mechanisms/noisystats/mechanism.py uses it), so the L1 sensitivity is
 sequentially with the groups' fits (each row is in both), which is why the
 groups' fits get the call's eps less the release's (:func:`charged`). From it, by post-processing: the
 residual variance of the pooled within-group regression,
-``(S_vv - s_uv' S_uu^+ s_uv) / (N - G - p)``, with S_uu projected onto the
-positive semi-definite cone, and its square root clipped to [0, 1]. Slopes
-that differ across groups make it larger than each group's own noise, never
-smaller.
+``(S_vv - s_uv' S_uu^+ s_uv) / (N - G - p)`` (the pseudo-inverse over S_uu's
+positive eigenvalues), widened by its own noise to a range
+(:func:`residual_range`), whose square roots are the released range of the
+residual standard deviation. Every scenario whose level is nearest some
+value in that range is weighed, so a level the noise leaves ambiguous keeps
+both. Slopes that differ across groups make the level larger than each
+group's own noise, never smaller.
 """
 
 from __future__ import annotations
@@ -46,9 +49,12 @@ from .partition import GroupBudget
 
 SHARE = 0.05
 """The part of a grouped auto's eps spent on the noise level."""
-MIN_ROWS_EPS = 2_000.0
-"""The release is made only when the rows over all groups times its eps reach this (public): below it the
-level's noise is not small against the gap between the scenarios' levels."""
+MIN_ROWS_EPS = 5_000.0
+"""The release is made only when the rows times its eps reach this (public): below it, even noisy data
+(residual SD 0.1 on the unit scale) would not be told from quiet data."""
+WIDTH = 4.0
+"""The range is the estimate plus or minus this many times its noise's scale (a Laplace variable passes four
+of its scales with probability e^-4, 1.8%; the sum of the entries' scales stands for the sum's)."""
 NAME = "auto: the data's noise level (all groups)"
 
 
@@ -67,14 +73,15 @@ def charged(budget: GroupBudget, eps: float) -> GroupBudget:
     return replace(budget, spent=total)
 
 
-def release(design: Design, sizes: np.ndarray, eps: float, changed_groups: int, rng: np.random.Generator) -> float:
-    """The noise level (module docstring), at budget ``eps``; the design holds the groups' rows in turn."""
+def release(
+    design: Design, sizes: np.ndarray, eps: float, changed_groups: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    """The noise level's range (module docstring), at budget ``eps``; the design holds the groups' rows in turn."""
     pooled = pooled_comoment(design, sizes)
     k = pooled.shape[0]
-    noisy = np.atleast_1d(
-        laplace_mechanism(rng, upper_triangle(pooled), sensitivity(k, sizes, changed_groups), eps, NAME)
-    )
-    return residual_sd(from_upper_triangle(noisy, k), design.n, sizes.size)
+    bound = sensitivity(k, sizes, changed_groups)
+    noisy = np.atleast_1d(laplace_mechanism(rng, upper_triangle(pooled), bound, eps, NAME))
+    return residual_range(from_upper_triangle(noisy, k), design.n, sizes.size, bound / eps)
 
 
 def pooled_comoment(design: Design, sizes: np.ndarray) -> np.ndarray:
@@ -89,14 +96,23 @@ def sensitivity(k: int, sizes: np.ndarray, changed_groups: int) -> float:
     return changed_groups * k * (k + 1) / 2 * (1.0 - 1.0 / float(sizes.max()))
 
 
-def residual_sd(comoment: np.ndarray, n: int, groups: int) -> float:
-    """The pooled within-group regression's residual standard deviation from a released comoment (post-processing)."""
+def residual_range(comoment: np.ndarray, n: int, groups: int, scale: float) -> tuple[float, float]:
+    """The pooled within-group regression's residual standard deviation from a released comoment, as the range
+    its noise leaves (post-processing; (0, 1) where the release says nothing).
+
+    With the released slopes b, the residual sum of squares ``S_vv - 2 b's_uv + b'S_uu b`` moves by at most
+    the sum of its entries' noise, whose Laplace scales add to ``scale (1 + |b|_1)^2``; the range is the
+    estimate plus or minus :data:`WIDTH` times that, over the degrees of freedom ``n - groups - p``.
+    """
     p = comoment.shape[0] - 1
+    dof = max(n - groups - p, 1)
     with np.errstate(all="ignore"):
         values, vectors = np.linalg.eigh(comoment[:p, :p])
         keep = values > 1e-9 * max(float(values.max(initial=0.0)), 1e-300)
-        inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
-        s_uv = comoment[:p, p]
-        rss = float(comoment[p, p] - s_uv @ inverse @ s_uv)
-        level = np.sqrt(max(rss, 0.0) / max(n - groups - p, 1))
-    return float(np.clip(np.nan_to_num(level, nan=1.0), 0.0, 1.0))
+        b = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T @ comoment[:p, p]
+        variance = float(comoment[p, p] - comoment[:p, p] @ b) / dof
+        half = WIDTH * scale * (1.0 + float(np.abs(b).sum())) ** 2 / dof
+        ends = np.sqrt(np.clip([variance - half, variance + half], 0.0, 1.0))
+    if not np.all(np.isfinite(ends)):
+        return 0.0, 1.0
+    return float(ends[0]), float(ends[1])

@@ -28,8 +28,8 @@ class PublicFacts:
     unless its batches hold whole units (``Candidate.whole_units``); ``units``
     is then the number of units (public, as n). ``side_by_side``: the fit is one
     of a grouped call's, read beside the others (auto ranks by the tail,
-    dpstats/planning/selection.py); ``noise_level``: the residual standard deviation on the unit
-    scale released for it (dpstats/groups/noise_level.py), None when not released.
+    dpstats/planning/selection.py); ``noise_level``: the range of the residual standard deviation on
+    the unit scale released for it (dpstats/groups/noise_level.py), None when not released.
     """
 
     n: int
@@ -47,7 +47,7 @@ class PublicFacts:
     unit_rows: int = 1
     units: int | None = None
     side_by_side: bool = False
-    noise_level: float | None = None
+    noise_level: tuple[float, float] | None = None
 
     @property
     def continuous(self) -> int:

@@ -116,15 +116,18 @@ def choose(facts: PublicFacts, allowed: Collection[str] | None = None) -> Choice
     return Choice(winner.method, dict(winner.options), reason, tuple(p for _, p in applicable), tuple(refusals))
 
 
-def matching_scenarios(noise: tuple[float, ...], level: float | None) -> np.ndarray:
-    """The scenarios whose noise level is nearest ``level`` on the log scale (all of them when it is unknown)."""
+def matching_scenarios(noise: tuple[float, ...], level: tuple[float, float] | None) -> np.ndarray:
+    """The scenarios whose noise level is the nearest, on the log scale, to some value in the range ``level``
+    (all of them when it is unknown)."""
     if level is None or not noise:
         return np.ones(len(noise), dtype=bool)
-    distance = np.abs(np.log(np.asarray(noise)) - np.log(max(level, 1e-12)))
-    return distance <= distance.min() * (1 + 1e-9)
+    logs = np.log(np.asarray(noise))
+    levels = np.unique(logs)
+    nearest = [levels[np.argmin(np.abs(levels - np.log(max(end, 1e-12))))] for end in level]
+    return (logs >= nearest[0]) & (logs <= nearest[1])
 
 
-def tail_scores(predictions: list[Prediction], noise_level: float | None) -> np.ndarray:
+def tail_scores(predictions: list[Prediction], noise_level: tuple[float, float] | None) -> np.ndarray:
     """Each prediction's geometric-mean regret of its tail over the scenarios of the noise level (module docstring)."""
     keep = matching_scenarios(predictions[0].noise, noise_level)
     tails = [Prediction(p.label, tuple(np.asarray(p.tail)[keep]), (), p.failure) for p in predictions]
