@@ -1,5 +1,5 @@
-"""A grouped auto: a mechanism per group from its public size, ranked by the tail, with the data's noise level
-released once for all groups (dpstats/groups/auto.py, dpstats/groups/noise_level.py)."""
+"""A grouped auto: a mechanism per group from its public size, ranked by the tail, with the data's spread
+released once for all groups (dpstats/groups/auto.py, dpstats/groups/spread.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ import dpstats
 from dpstats.audit import assert_replay_sound, pair_from_points, replay
 from dpstats.design.matrix import Design
 from dpstats.frontend.formula import build_design
-from dpstats.groups import noise_level
+from dpstats.groups import spread
 from dpstats.mechanisms.base import PrivacyRequest
-from dpstats.planning.facts import PublicFacts
-from dpstats.planning.selection import choose, matching_scenarios
+from dpstats.planning.error_model import Prediction
+from dpstats.planning.facts import DataSpread, PublicFacts
+from dpstats.planning.selection import choose, matching_scenarios, nearest_levels
 from dpstats.uncertainty.sandwich import upper_triangle
 
 BOUNDS = {"x": (0.0, 1.0), "y": (-1.0, 3.0)}
@@ -38,60 +39,64 @@ def _design(frame: pd.DataFrame) -> Design:
     return build_design("y ~ x", frame, BOUNDS, None)[0]
 
 
-def test_the_released_noise_level_at_huge_eps_is_the_fixed_effects_regression_residual_sd() -> None:
-    """On the unit scale, the pooled within-group fit is statsmodels' OLS with a dummy per group."""
+def test_the_released_spread_at_huge_eps_is_the_fixed_effects_regression_and_the_within_variance() -> None:
+    """On the unit scale, the pooled within-group fit is statsmodels' OLS with a dummy per group, and the fill
+    is x's variance around its group means."""
     frame = tracts(40, 25, 0.3)
     sizes = np.full(40, 25)
-    low, high = noise_level.release(_design(frame), sizes, 1e9, 1, np.random.default_rng(0))
+    released = spread.release(_design(frame), sizes, 1e9, 1, np.random.default_rng(0))
     fixed_effects = smf.ols("y ~ x + C(g)", frame).fit()
-    assert low == pytest.approx(np.sqrt(fixed_effects.scale) / 4.0, rel=1e-6)  # y's bounds are 4 wide
-    assert high == pytest.approx(low, rel=1e-6)
+    assert released.noise[0] == pytest.approx(np.sqrt(fixed_effects.scale) / 4.0, rel=1e-6)  # y's bounds: 4 wide
+    assert released.noise[1] == pytest.approx(released.noise[0], rel=1e-6)
+    within = frame["x"] - frame.groupby("g")["x"].transform("mean")
+    assert released.fill[0] == pytest.approx((within**2).sum() / (1000 - 40), rel=1e-6)
 
 
-def test_the_noise_level_range_holds_the_true_level_and_tells_noisy_from_quiet_data() -> None:
+def test_the_released_ranges_hold_the_true_spread_and_tell_noisy_from_quiet_data() -> None:
     """At the share a grouped auto spends on 2,000 x 50 rows at eps 5: over 200 seeded releases the range holds
-    the non-private level at least 190 times (a miss has probability at most about e^-4 each, so a false
+    the non-private levels at least 190 times each (a miss has probability at most about e^-4 each, so a false
     failure has probability below 1e-3); it never keeps the wrong level's scenarios alone: on noisy data
     (residual SD 0.1 on the unit scale) it keeps the noisy ones, on quiet data (0.006) the quiet ones or,
     where its noise reaches across the boundary between the levels, both."""
     for noise, expected in ((0.4, 0.1), (0.01, 0.01)):
         frame = tracts(2000, 50, noise)
         design, sizes = _design(frame), np.full(2000, 50)
-        exact = noise_level.residual_range(noise_level.pooled_comoment(design, sizes), design.n, 2000, 0.0)[0]
-        eps = 5.0 * noise_level.SHARE
-        ranges = [noise_level.release(design, sizes, eps, 1, np.random.default_rng(s)) for s in range(200)]
-        assert sum(low <= exact <= high for low, high in ranges) >= 190
+        exact = spread.spread_of(spread.pooled_comoment(design, sizes), design.n, 2000, 0.0)
+        eps = 5.0 * spread.SHARE
+        released = [spread.release(design, sizes, eps, 1, np.random.default_rng(s)) for s in range(200)]
+        assert sum(r.noise[0] <= exact.noise[0] <= r.noise[1] for r in released) >= 190
+        assert sum(r.fill[0] <= exact.fill[0] <= r.fill[1] for r in released) >= 190
         scenarios = (0.1, 0.1, 0.01, 0.01, 0.1)
-        kept = {tuple(bool(k) for k in matching_scenarios(scenarios, r)) for r in ranges}
+        kept = {tuple(bool(k) for k in nearest_levels(scenarios, r.noise)) for r in released}
         right = tuple(s == expected for s in scenarios)
         assert right in kept and kept <= {right, (True,) * 5}  # the right level, or both where the noise hides it
 
 
-def test_the_noise_level_sensitivity_holds_by_brute_force_over_the_box_corners() -> None:
+def test_the_spread_sensitivity_holds_by_brute_force_over_the_box_corners() -> None:
     """Replacing one row of one group by any corner of the unit box moves the released triangle by at most
     its sensitivity (one changed group), and some replacement comes within 10% of it."""
     rng = np.random.default_rng(1)
     sizes = np.array([6, 9])
     frame = pd.DataFrame({"x": rng.uniform(0, 1, 15), "y": rng.uniform(-1, 3, 15)})
     frame.loc[:5, ["x", "y"]] = [0.0, -1.0]  # group 0 at a corner: the worst replacement moves to the other
-    base = upper_triangle(noise_level.pooled_comoment(_design(frame), sizes))
-    bound = noise_level.sensitivity(2, sizes, 1)  # (u, v): three entries
+    base = upper_triangle(spread.pooled_comoment(_design(frame), sizes))
+    bound = spread.sensitivity(2, sizes, 1)  # (u, v): three entries
     worst = 0.0
     for row, corner in itertools.product(range(15), itertools.product((0.0, 1.0), (-1.0, 3.0))):
         moved = frame.copy()
         moved.loc[row, ["x", "y"]] = corner
-        change = np.abs(upper_triangle(noise_level.pooled_comoment(_design(moved), sizes)) - base).sum()
+        change = np.abs(upper_triangle(spread.pooled_comoment(_design(moved), sizes)) - base).sum()
         assert change <= bound * (1 + 1e-12)
         worst = max(worst, change)
     assert worst >= 0.9 * bound  # a corner row of group 0 to the far corner: 3 (1 - 1/6) against 3 (1 - 1/9)
 
 
 def _level_core(design: Design, privacy: PrivacyRequest, rng: np.random.Generator) -> None:
-    """The noise-level release on two public groups of 10 rows (the audit records its Laplace release)."""
-    noise_level.release(design, np.array([10, 10]), float(privacy.eps), 1, rng)
+    """The spread's release on two public groups of 10 rows (the audit records its Laplace release)."""
+    spread.release(design, np.array([10, 10]), float(privacy.eps), 1, rng)
 
 
-def test_replay_of_a_replaced_row_meets_the_noise_levels_recorded_sensitivity() -> None:
+def test_replay_of_a_replaced_row_meets_the_spreads_recorded_sensitivity() -> None:
     """Deterministic: the release moves by at most its claim, and on a corner row replaced by the origin (its
     group otherwise at the origin) by all of it up to the factor (1 - 1/10) the claim does not drop."""
     points = np.array([[1.0, 1.0]] + [[0.0, 0.0]] * 19)
@@ -100,7 +105,7 @@ def test_replay_of_a_replaced_row_meets_the_noise_levels_recorded_sensitivity() 
     pair = pair_from_points(points, moved, [(0.0, 1.0)], (0.0, 1.0), label="row 0 to the origin")
     report = replay(_level_core, [pair, pair.swapped()], PrivacyRequest(eps=1.0), seeds=range(3), check_outputs=False)
     assert_replay_sound(report, min_ratio=None)
-    assert_replay_sound(report, min_ratio=0.99, names=[noise_level.NAME])
+    assert_replay_sound(report, min_ratio=0.99, names=[spread.NAME])
 
 
 def _facts(n: int, **changes) -> PublicFacts:
@@ -110,20 +115,26 @@ def _facts(n: int, **changes) -> PublicFacts:
 
 def test_groups_read_side_by_side_on_noisy_data_rank_the_histogram_above_theil_sen() -> None:
     """At n = 50, eps = 5 the typical error ranks Theil-Sen first; its tail on noisy data (a wild median in
-    one group of ten) puts the histogram first once the fits are read side by side at that noise level."""
+    one group of ten) puts the histogram first once the fits are read side by side on noisy data."""
     assert choose(_facts(50)).method == "theilsen"
-    assert choose(_facts(50, side_by_side=True, noise_level=(0.09, 0.11))).method == "histogram"
+    noisy = DataSpread(noise=(0.09, 0.11), fill=(0.04, 0.06))
+    assert choose(_facts(50, side_by_side=True, spread=noisy)).method == "histogram"
 
 
-def test_a_released_noise_level_keeps_the_scenarios_nearest_it() -> None:
+def test_a_released_spread_keeps_the_scenarios_nearest_it() -> None:
     noise = (0.1, 0.1, 0.01, 0.01, 0.1)
-    assert matching_scenarios(noise, (0.05, 0.08)).tolist() == [True, True, False, False, True]
-    assert matching_scenarios(noise, (0.002, 0.02)).tolist() == [False, False, True, True, False]
-    assert matching_scenarios(noise, (0.02, 0.05)).all()  # ambiguous: both levels weighed
-    assert matching_scenarios(noise, None).all()
+    assert nearest_levels(noise, (0.05, 0.08)).tolist() == [True, True, False, False, True]
+    assert nearest_levels(noise, (0.002, 0.02)).tolist() == [False, False, True, True, False]
+    assert nearest_levels(noise, (0.02, 0.05)).all()  # ambiguous: both levels weighed
+    prediction = Prediction("x", (1.0,) * 5, (1.0,) * 5, 0.0, noise=noise, fill=(0.05, 0.01, 0.05, 0.01, 4 / 150))
+    fills_bounds = DataSpread(noise=(0.09, 0.11), fill=(0.07, 0.09))  # uniform x on its bounds: 1/12
+    assert matching_scenarios(prediction, fills_bounds).tolist() == [True, False, False, False, False]
+    no_quiet_skew = DataSpread(noise=(0.005, 0.006), fill=(0.025, 0.03))  # no quiet skewed scenario
+    assert matching_scenarios(prediction, no_quiet_skew).tolist() == [False, False, True, True, False]
+    assert matching_scenarios(prediction, None).all()
 
 
-def test_a_grouped_auto_spends_the_call_eps_with_the_noise_level_in_its_split() -> None:
+def test_a_grouped_auto_spends_the_call_eps_with_the_spread_in_its_split() -> None:
     frame = tracts(400, 50, 0.2)  # 20,000 rows x eps 5 x the share: just enough for the release
     keys = list(range(400))
     res = dpstats.dp_ols(
@@ -133,15 +144,15 @@ def test_a_grouped_auto_spends_the_call_eps_with_the_noise_level_in_its_split() 
     split = dict(res.privacy.split)
     assert res.privacy.eps == pytest.approx(5.0)
     assert sum(split.values()) == pytest.approx(5.0)
-    assert split[noise_level.NAME] == pytest.approx(5.0 * noise_level.SHARE)
-    assert res[0].privacy.eps == pytest.approx(5.0 * (1 - noise_level.SHARE))
+    assert split[spread.NAME] == pytest.approx(5.0 * spread.SHARE)
+    assert res[0].privacy.eps == pytest.approx(5.0 * (1 - spread.SHARE))
     assert len(set(res.methods)) == 1  # one public size: one choice
 
 
-def test_without_rows_enough_no_noise_level_is_released() -> None:
+def test_without_rows_enough_no_spread_is_released() -> None:
     frame = tracts(4, 50, 0.2)
     res = dpstats.dp_ols("y ~ x", frame, eps=1.0, bounds=BOUNDS, by="g", groups=[0, 1, 2, 3], random_state=3)
-    assert noise_level.NAME not in dict(res.privacy.split)
+    assert spread.NAME not in dict(res.privacy.split)
     assert res.privacy.eps == pytest.approx(1.0)
 
 

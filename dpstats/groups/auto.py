@@ -4,8 +4,8 @@ Each group's choice is the ungrouped rule (dpstats/planning/selection.py)
 read at the group's public size m_g (declared, or released by its noisy
 count) and with the group's fit marked as read side by side: auto then ranks
 by the tail of the error, prices a failure as the worst error, and weighs the
-scenarios of the released noise level (dpstats/groups/noise_level.py) when
-the call released one. Groups of the same size get the same choice, so the
+scenarios that match the data's spread (dpstats/groups/spread.py) when the
+call released it. Groups of the same size get the same choice, so the
 rule runs once per distinct size.
 
 What the ungrouped auto does not do here: refuse by its default rule.
@@ -29,7 +29,7 @@ from ..design.matrix import Design
 from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
 from ..planning.candidates import label_of
 from ..planning.error_model import error_term, error_unit
-from ..planning.facts import PublicFacts
+from ..planning.facts import DataSpread, PublicFacts
 from ..planning.selection import choose
 
 
@@ -52,14 +52,14 @@ def choose_per_group(
     sizes: np.ndarray,
     request: PrivacyRequest,
     estimator: str,
-    noise_level: tuple[float, float] | None,
+    spread: DataSpread | None,
     target: float | None = None,
 ) -> tuple[GroupChoice, ...]:
     """Every group's choice (module docstring), in the groups' order; ``target`` as checked by the caller."""
     base = replace(
         PublicFacts.of(design, request.eps, request.delta, estimator, request.se_share),
         side_by_side=True,
-        noise_level=noise_level,
+        spread=spread,
     )
     by_size = {int(m): _choice(replace(base, n=int(m)), request, estimator, target) for m in np.unique(sizes)}
     return tuple(by_size[int(m)] for m in sizes)
@@ -86,6 +86,9 @@ def _choice(facts: PublicFacts, request: PrivacyRequest, estimator: str, target:
     spec = get_mechanism(choice.method, estimator)
     options = spec.check_options(choice.options)
     spec.check_privacy(request, options)
-    level = facts.noise_level
-    level = "" if level is None else f"; released noise level {level[0]:.2g} to {level[1]:.2g} (unit scale)"
+    spread = facts.spread
+    level = "" if spread is None else (
+        f"; released on the unit scale: residual SD {spread.noise[0]:.2g} to {spread.noise[1]:.2g}, "
+        f"regressor variance {spread.fill[0]:.2g} to {spread.fill[1]:.2g}"
+    )  # fmt: skip
     return GroupChoice(spec, options, f"a group of {facts.n} rows: {choice.reason}{level}")

@@ -9,8 +9,8 @@ NoisyStats in one vectorised batch where it applies
 (dpstats/mechanisms/noisystats/grouped.py), the other mechanisms group by
 group, on a process pool when the work is large. ``method="auto"`` chooses
 per group from the group's public size (dpstats/groups/auto.py), after a
-release of the data's noise level over all groups when the call has rows
-enough (dpstats/groups/noise_level.py); the groups of one choice are fitted
+release of the data's spread over all groups when the call has rows
+enough (dpstats/groups/spread.py); the groups of one choice are fitted
 together as above. Each group's generator is
 spawned from the call's (``Generator.spawn``), so the results do not depend
 on the pool or the number of workers. A dask DataFrame goes to
@@ -36,7 +36,7 @@ from ..mechanisms.base import Release, failed_release
 from ..mechanisms.noisystats import grouped as noisystats_grouped
 from ..privacy.accounting import PrivacySpent
 from ..privacy.noise import RandomState, make_rng
-from . import noise_level
+from . import spread
 from .auto import GroupChoice, choose_per_group
 from .grouped_results import DPGroupedResults
 from .partition import GroupBudget, GroupDeclaration, group_budget, group_codes, layout, target_sizes
@@ -70,14 +70,12 @@ def fit_by_group(
     frame = pd.DataFrame(data)
     if declaration.by not in frame.columns:
         raise ValueError(f"by={declaration.by!r} is not a column of the data")
-    count_rng, fit_rng, level_rng = make_rng(random_state).spawn(3)
-    level_eps = 0.0
-    if spec is None:  # a grouped auto may first spend a share on the data's noise level (public facts decide)
+    count_rng, fit_rng, spread_rng = make_rng(random_state).spawn(3)
+    spread_eps = 0.0
+    if spec is None:  # a grouped auto may first spend a share on the data's spread (public facts decide)
         public, _ = build_design(formula, frame.iloc[:0], bounds, levels, need_bounds=need_bounds, min_rows=0)
-        level_eps = (
-            noise_level.SHARE * privacy.eps if noise_level.worth_releasing(public, len(frame), privacy.eps) else 0.0
-        )
-    budget = group_budget(replace(privacy, eps=privacy.eps - level_eps), declaration, notion)
+        spread_eps = spread.SHARE * privacy.eps if spread.worth_releasing(public, len(frame), privacy.eps) else 0.0
+    budget = group_budget(replace(privacy, eps=privacy.eps - spread_eps), declaration, notion)
     request = budget.request
     codes = group_codes(frame[declaration.by], declaration.keys)
     sizes = target_sizes(declaration, codes, budget.count_eps, count_rng)
@@ -87,11 +85,11 @@ def fit_by_group(
     )
     quantile = {} if q is None else {"q": q}
     if spec is None:
-        level = None
-        if level_eps > 0:
-            level = noise_level.release(design, sizes, level_eps, budget.changed_groups, level_rng)
-            budget = noise_level.charged(budget, level_eps)
-        choices = choose_per_group(design, sizes, request, estimator, level, target)
+        released = None
+        if spread_eps > 0:
+            released = spread.release(design, sizes, spread_eps, budget.changed_groups, spread_rng)
+            budget = spread.charged(budget, spread_eps)
+        choices = choose_per_group(design, sizes, request, estimator, released, target)
         releases = _fit_choices(choices, estimator, design, sizes, budget, fit_rng, quantile, n_jobs)
         first = next((c for c in choices if c.spec is not None), None)
         if first is None:  # public: the sizes alone decide

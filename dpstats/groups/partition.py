@@ -60,8 +60,8 @@ Theorem (the budget of a grouped call). Let the call's budget be
    and the two changed groups compose to (eps, delta). The eps reported is
    the eps passed.
 
-A grouped ``method="auto"`` may first release the data's noise level over all
-groups (dpstats/groups/noise_level.py). Every row is in that release and in its
+A grouped ``method="auto"`` may first release the data's spread over all
+groups (dpstats/groups/spread.py). Every row is in that release and in its
 group's fit, so the two compose sequentially: the groups' budget above is then
 built from the call's eps less that release's, and the eps reported is still
 the eps passed.

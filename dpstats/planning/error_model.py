@@ -70,6 +70,9 @@ SEARCH_STEPS = 60
 CAP = 1e6
 """Errors of cells with no successful fit, for interpolation (they then dominate any mean)."""
 
+SKEWED_VARIANCE = 4.0 / 150.0
+"""The variance of the skewed scenario's Beta(1, 4) regressors (benchmarks/calibrate_error_model.py)."""
+
 MAX_DECAY = {"dev": 1.0, "rel": 0.5, "failure": math.inf}
 """The steepest fall in log n, per unit of log n, of each predicted quantity beyond the grid's largest n."""
 
@@ -85,6 +88,7 @@ class Prediction:
     refused: bool = False
     tail: tuple[float, ...] | None = None
     noise: tuple[float, ...] = ()
+    fill: tuple[float, ...] = ()
 
     @property
     def typical_dev(self) -> float:
@@ -108,6 +112,7 @@ class _Grid:
     refused: np.ndarray  # (n, eps, d or L), bool; cells the calibration did not simulate count as refused
     tail: np.ndarray  # as dev, NaN in the cells calibrated before the tail was recorded
     noise: tuple[float, ...]  # each scenario's noise level (sd_e, unit scale)
+    fill: tuple[float, ...]  # each scenario's regressor variance (var_x, unit scale)
 
 
 def _grid(cells: list[dict], shape_key: str) -> _Grid:
@@ -128,8 +133,10 @@ def _grid(cells: list[dict], shape_key: str) -> _Grid:
         rel[at] = [_log(s["rel"]) for s in c["scenarios"]]
         tail[at] = [_log(s["tail"]) if "tail" in s else math.nan for s in c["scenarios"]]
         failure[at] = max(s["failure"] for s in c["scenarios"])
-    noise = tuple(float(s["sd_e"]) for s in simulated[0]["scenarios"]) if simulated else ()
-    return _Grid((np.log(ns), np.log(es), np.log(ds)), dev, rel, failure, refused, tail, noise)
+    scenarios = simulated[0]["scenarios"] if simulated else []
+    noise = tuple(float(s["sd_e"]) for s in scenarios)
+    fill = tuple(SKEWED_VARIANCE if s["var_x"] == "skewed" else float(s["var_x"]) for s in scenarios)
+    return _Grid((np.log(ns), np.log(es), np.log(ds)), dev, rel, failure, refused, tail, noise, fill)
 
 
 def _log(value: float) -> float:
@@ -282,4 +289,5 @@ def predict(candidate: Candidate, facts: PublicFacts) -> Prediction:
         failure,
         tail=None if np.isnan(tail).any() else tuple(map(float, tail)),
         noise=grid.noise,
+        fill=grid.fill,
     )

@@ -10,6 +10,16 @@ from ..design.matrix import Design
 
 
 @dataclass(frozen=True)
+class DataSpread:
+    """Released ranges, on the unit scale, of the residual standard deviation (``noise``) and of the
+    regressors' mean variance (``fill``): how noisy the data are and how they fill their bounds
+    (dpstats/groups/spread.py)."""
+
+    noise: tuple[float, float]
+    fill: tuple[float, float]
+
+
+@dataclass(frozen=True)
 class PublicFacts:
     """n, the budget and the design's shape (from the formula and the declared metadata).
 
@@ -28,8 +38,8 @@ class PublicFacts:
     unless its batches hold whole units (``Candidate.whole_units``); ``units``
     is then the number of units (public, as n). ``side_by_side``: the fit is one
     of a grouped call's, read beside the others (auto ranks by the tail,
-    dpstats/planning/selection.py); ``noise_level``: the range of the residual standard deviation on
-    the unit scale released for it (dpstats/groups/noise_level.py), None when not released.
+    dpstats/planning/selection.py); ``spread``: how the data fill their bounds and how noisy they are,
+    released for it (dpstats/groups/spread.py), None when not released.
     """
 
     n: int
@@ -47,7 +57,7 @@ class PublicFacts:
     unit_rows: int = 1
     units: int | None = None
     side_by_side: bool = False
-    noise_level: tuple[float, float] | None = None
+    spread: DataSpread | None = None
 
     @property
     def continuous(self) -> int:

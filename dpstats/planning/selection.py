@@ -27,8 +27,10 @@ areas is led by its extremes, and an average over them by its outliers. There
 auto ranks by the tail (:func:`tail_choice`): each candidate's predicted 90th
 percentile of the deviation, a failed fit counting as an infinite deviation,
 so a failure is priced as the worst error rather than dropped above
-``MAX_FAILURE``; with a released noise level (dpstats/groups/noise_level.py)
-only the scenarios of that noise level are weighed. Step 2's rule on biased
+``MAX_FAILURE``; with the data's spread released (dpstats/groups/spread.py)
+only the scenarios whose noise level and regressor variance are the nearest
+to the released ranges are weighed (those of the noise level alone where no
+scenario matches both). Step 2's rule on biased
 candidates applies unchanged.
 
 Quantile regression with one design column (an intercept or a slope alone) keeps KNG,
@@ -44,7 +46,7 @@ import numpy as np
 
 from .candidates import CANDIDATES
 from .error_model import Prediction, predict
-from .facts import PublicFacts
+from .facts import DataSpread, PublicFacts
 
 MAX_FAILURE = 0.01
 """A candidate predicted to fail more often than this is chosen only if every candidate is."""
@@ -103,7 +105,7 @@ def choose(facts: PublicFacts, allowed: Collection[str] | None = None) -> Choice
             (c, p) for c, p in reliable if not c.biased or (c.bias_calibrated and p.typical_rel <= NEGLIGIBLE_REL)
         ]
     if by_tail:
-        score, what = tail_scores([p for _, p in reliable], facts.noise_level), "90th percentile of the error"
+        score, what = tail_scores([p for _, p in reliable], facts.spread), "90th percentile of the error"
     else:
         score, what = scores([p for _, p in reliable]), "error"
     winner, prediction = reliable[int(np.argmin(score))]
@@ -116,19 +118,26 @@ def choose(facts: PublicFacts, allowed: Collection[str] | None = None) -> Choice
     return Choice(winner.method, dict(winner.options), reason, tuple(p for _, p in applicable), tuple(refusals))
 
 
-def matching_scenarios(noise: tuple[float, ...], level: tuple[float, float] | None) -> np.ndarray:
-    """The scenarios whose noise level is the nearest, on the log scale, to some value in the range ``level``
-    (all of them when it is unknown)."""
-    if level is None or not noise:
-        return np.ones(len(noise), dtype=bool)
-    logs = np.log(np.asarray(noise))
-    levels = np.unique(logs)
-    nearest = [levels[np.argmin(np.abs(levels - np.log(max(end, 1e-12))))] for end in level]
+def nearest_levels(levels: tuple[float, ...], within: tuple[float, float]) -> np.ndarray:
+    """Which of the scenarios' ``levels`` is the nearest, on the log scale, to some value in the range ``within``."""
+    logs = np.log(np.asarray(levels))
+    distinct = np.unique(logs)
+    nearest = [distinct[np.argmin(np.abs(distinct - np.log(max(end, 1e-12))))] for end in within]
     return (logs >= nearest[0]) & (logs <= nearest[1])
 
 
-def tail_scores(predictions: list[Prediction], noise_level: tuple[float, float] | None) -> np.ndarray:
-    """Each prediction's geometric-mean regret of its tail over the scenarios of the noise level (module docstring)."""
-    keep = matching_scenarios(predictions[0].noise, noise_level)
+def matching_scenarios(prediction: Prediction, spread: DataSpread | None) -> np.ndarray:
+    """The scenarios that match a released spread on both axes (module docstring); where none matches both,
+    those that match its noise; all of them without a spread."""
+    if spread is None or not prediction.noise:
+        return np.ones(len(prediction.dev), dtype=bool)
+    noise = nearest_levels(prediction.noise, spread.noise)
+    both = noise & nearest_levels(prediction.fill, spread.fill)
+    return both if both.any() else noise
+
+
+def tail_scores(predictions: list[Prediction], spread: DataSpread | None) -> np.ndarray:
+    """Each prediction's geometric-mean regret of its tail over the scenarios that match the spread."""
+    keep = matching_scenarios(predictions[0], spread)
     tails = [Prediction(p.label, tuple(np.asarray(p.tail)[keep]), (), p.failure) for p in predictions]
     return scores(tails)
