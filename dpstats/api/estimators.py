@@ -426,11 +426,12 @@ def _charged(
     budget.check(requested_spend(plan.notion, request.eps, request.delta, request.rho))
     res = release()
     fits = res.fits if isinstance(res, DPQuantileFits | DPGroupedResults) else (res,)
+    methods = res.methods if isinstance(res, DPGroupedResults) else [fit.method for fit in fits]
     budget.record(
         res.privacy,
         formula=formula,
         estimator=fits[0].estimator,
-        method=fits[0].method,
+        method=", ".join(dict.fromkeys(methods)),  # a grouped auto may choose several
         q=q,
         failed=any(fit.failed for fit in fits),
     )

@@ -42,7 +42,7 @@ def result_payload(res: Any) -> dict:
                 "nobs": list(res.sizes),
                 "failed": [bool(v) for v in res.failed],
                 "tidy": {name: tidy[name].tolist() for name in tidy.columns if name != res.by},
-                "method": res.context["method"],
+                "method": res.methods.tolist(),
                 "privacy": res.privacy.as_dict(),
                 "summary_text": res.summary().as_text(),
                 "dpstats_version": dpstats.__version__,

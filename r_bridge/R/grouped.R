@@ -39,7 +39,7 @@
     tidy = frame,
     nobs = setNames(.num(res$nobs), as.character(keys)),
     failed = setNames(as.logical(unlist(res$failed)), as.character(keys)),
-    method = .chr(res$method),
+    method = setNames(.chr(res$method), as.character(keys)),  # each group's: a grouped auto chooses per group
     call = call,
     formula = formula,
     privacy = list(
@@ -61,9 +61,10 @@
 #' \code{dp_ols(..., by = "tract", groups = keys)} (and \code{dp_quantreg} with one \code{tau}) returns a
 #' \code{dpstats_grouped_fits}: \code{coef()} is a matrix with one row per declared key and one column
 #' per term, \code{tidy()} a long frame with a column named after \code{by}, then term, estimate,
-#' std.error, conf.low and conf.high (write it with \code{write.csv(tidy(fit), "slopes.csv")}), and
-#' \code{$privacy} the whole call, whose eps is the eps passed. Everything is post-processing of the
-#' released values and needs neither Python nor the data.
+#' std.error, conf.low and conf.high (write it with \code{write.csv(tidy(fit), "slopes.csv")}),
+#' \code{$privacy} the whole call, whose eps is the eps passed, and \code{$method} each group's
+#' mechanism, named by key (with \code{method = "auto"} each group's is chosen from its public size).
+#' Everything is post-processing of the released values and needs neither Python nor the data.
 #'
 #' @param x,object a \code{dpstats_grouped_fits}.
 #' @param ... unused.

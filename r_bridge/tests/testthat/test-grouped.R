@@ -32,3 +32,11 @@ test_that("without public sizes the budget is halved per group and rows of undec
   expect_equal(sum(a$privacy$split), 1)
   expect_error(dp_ols(mpg ~ wt, data = cars, eps = 1, bounds = B, by = "cyl"), "keys declared")
 })
+
+test_that("a grouped auto names each group's mechanism, chosen from its public size", {
+  skip_if_no_dpstats()
+  fit <- dp_ols(mpg ~ wt, data = mtcars, eps = 1e9, bounds = B, by = "cyl", groups = c(4, 6, 8),
+                group_sizes = c(11, 7, 14), random_state = 1)
+  expect_identical(names(fit$method), c("4", "6", "8"))
+  expect_true(all(fit$method %in% c("noisystats", "theilsen", "histogram", "gradient", "tukey")))
+})
