@@ -144,12 +144,20 @@ def test_a_target_is_a_positive_finite_number(bad: object) -> None:
         check_target(bad)
 
 
-def test_force_is_a_bool_and_a_grouped_fit_takes_no_target(data: pd.DataFrame) -> None:
+def test_force_is_a_bool_and_a_grouped_target_judges_each_groups_auto(data: pd.DataFrame) -> None:
+    """A grouped fit takes a target with method='auto' only; with public sizes that leave no group a mechanism
+    within it the call is refused before spending; with noisy sizes each group is refused on its own."""
     with pytest.raises(ValueError, match="force"):
         dpstats.dp_ols(FORMULA, data, eps=1.0, bounds=BOUNDS, force="yes")
     grouped = data.assign(g=np.where(data.income > 700, "hi", "lo"))
-    with pytest.raises(ValueError, match="grouped"):
-        dpstats.dp_ols(FORMULA, grouped, eps=1.0, bounds=BOUNDS, by="g", groups=["hi", "lo"], target=0.1)
+    call = dict(eps=1.0, bounds=BOUNDS, by="g", groups=["hi", "lo"], target=0.1)
+    with pytest.raises(ValueError, match="judges each group's choice"):
+        dpstats.dp_ols(FORMULA, grouped, method="theilsen", **call)
+    sizes = grouped["g"].value_counts().to_dict()
+    with pytest.raises(ValueError, match="every group is refused before spending"):
+        dpstats.dp_ols(FORMULA, grouped, group_sizes=sizes, **call)
+    res = dpstats.dp_ols(FORMULA, grouped, random_state=1, **call)
+    assert res.failed.all() and "above" not in res["hi"].reason and "target=0.1" in res["hi"].reason
 
 
 def test_the_command_line_refuses_without_a_traceback(data: pd.DataFrame, tmp_path, capsys) -> None:

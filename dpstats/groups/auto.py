@@ -11,11 +11,13 @@ rule runs once per distinct size.
 What the ungrouped auto does not do here: refuse by its default rule.
 Small-area estimates are used side by side and in aggregate, and each
 group's interval says how wide it is, so a group too noisy to publish on its
-own is still fitted. A user's ``target=`` still applies, per group: a group
-whose choice is predicted to err by more than the target on the first
-regressor (in a typical scenario, as dpstats/planning/refusal.py reads it)
-is refused before its mechanism runs and spends nothing; so is a group whose
-size no mechanism accepts. Both get a failed release with the reason.
+own is still fitted. A user's ``target=`` still applies, per group: each
+group chooses among the mechanisms predicted to err by at most the target on
+the first regressor (in a typical scenario, as dpstats/planning/refusal.py
+reads it), and a group where none is, or whose size no mechanism accepts, is
+refused before its mechanism runs and spends nothing: a failed release with
+the reason. When the sizes are public and every group would be refused, the
+call is refused before it spends anything (dpstats/groups/fit.py).
 """
 
 from __future__ import annotations
@@ -27,8 +29,6 @@ import numpy as np
 
 from ..design.matrix import Design
 from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
-from ..planning.candidates import label_of
-from ..planning.error_model import error_term, error_unit
 from ..planning.facts import DataSpread, PublicFacts
 from ..planning.selection import choose
 
@@ -66,23 +66,12 @@ def choose_per_group(
 
 
 def _choice(facts: PublicFacts, request: PrivacyRequest, estimator: str, target: float | None) -> GroupChoice:
-    """The rule at one size; a size no mechanism accepts, or whose choice misses the target, gives a choice of
-    none (public facts only)."""
+    """The rule at one size, among the mechanisms predicted within ``target``; a size where none is (or no
+    mechanism accepts it) gives a choice of none (public facts only)."""
     try:
-        choice = choose(facts)
+        choice = choose(facts, within=target)
     except ValueError as refusal:
-        return GroupChoice(None, {}, f"no mechanism fits a group of {facts.n} rows: {refusal}")
-    if target is not None:
-        label = label_of(choice.method, choice.options, estimator)
-        prediction = next(p for p in choice.predictions if p.label == label)
-        error = prediction.typical_dev * error_unit(facts)
-        if not error <= target:
-            return GroupChoice(
-                None,
-                {},
-                f"refused before spending: in a group of {facts.n} rows {label} is predicted to err by "
-                f"{error:.3g} on {error_term(facts)}, above target={target:g}",
-            )
+        return GroupChoice(None, {}, f"refused before spending: a group of {facts.n} rows: {refusal}")
     spec = get_mechanism(choice.method, estimator)
     options = spec.check_options(choice.options)
     spec.check_privacy(request, options)

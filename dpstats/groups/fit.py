@@ -75,6 +75,9 @@ def fit_by_group(
     if spec is None:  # a grouped auto may first spend a share on the data's spread (public facts decide)
         public, _ = build_design(formula, frame.iloc[:0], bounds, levels, need_bounds=need_bounds, min_rows=0)
         spread_eps = spread.SHARE * privacy.eps if spread.worth_releasing(public, len(frame), privacy.eps) else 0.0
+        if declaration.public_sizes and target is not None:
+            _refuse_if_no_group_answers(public, declaration, replace(privacy, eps=privacy.eps - spread_eps),
+                                        notion, estimator, target)  # fmt: skip
     budget = group_budget(replace(privacy, eps=privacy.eps - spread_eps), declaration, notion)
     request = budget.request
     codes = group_codes(frame[declaration.by], declaration.keys)
@@ -91,9 +94,7 @@ def fit_by_group(
             budget = spread.charged(budget, spread_eps)
         choices = choose_per_group(design, sizes, request, estimator, released, target)
         releases = _fit_choices(choices, estimator, design, sizes, budget, fit_rng, quantile, n_jobs)
-        first = next((c for c in choices if c.spec is not None), None)
-        if first is None:  # public: the sizes alone decide
-            raise ValueError(choices[0].reason)
+        first = next((c for c in choices if c.spec is not None), choices[0])
         return assemble(
             declaration, budget, first.spec, first.options, first.reason, design, formula_spec, sizes, releases,
             estimator, bounds, per_group=_per_group(choices),
@@ -101,6 +102,22 @@ def fit_by_group(
     spec.check_design(design)
     releases = _fit_with(spec, hyper, estimator, design, sizes, budget, fit_rng, quantile, n_jobs)
     return assemble(declaration, budget, spec, hyper, None, design, formula_spec, sizes, releases, estimator, bounds)
+
+
+def _refuse_if_no_group_answers(
+    public: Design,
+    declaration: GroupDeclaration,
+    privacy: PrivacyRequest,
+    notion: str,
+    estimator: str,
+    target: float,
+) -> None:
+    """Raise, before anything is spent, when the public sizes leave no group a mechanism within ``target``
+    (which candidates each group keeps does not depend on the spread released later, only their ranking)."""
+    request = group_budget(privacy, declaration, notion).request
+    choices = choose_per_group(public, declaration.sizes, request, estimator, None, target)
+    if all(c.spec is None for c in choices):
+        raise ValueError(f"every group is refused before spending: {choices[0].reason}")
 
 
 def _fit_with(
@@ -172,7 +189,7 @@ def _per_group(choices: tuple[GroupChoice, ...]) -> tuple[Mapping[str, object], 
 def assemble(
     declaration: GroupDeclaration,
     budget: GroupBudget,
-    spec: MechanismSpec,
+    spec: MechanismSpec | None,
     hyper: Mapping[str, object],
     reason: str | None,
     design: Design,
@@ -189,9 +206,9 @@ def assemble(
         "estimator": estimator,
         "spec": formula_spec,
         "y_name": design.y_name,
-        "method": spec.name,
-        "method_title": spec.title,
-        "citation": spec.citation,
+        "method": "none" if spec is None else spec.name,
+        "method_title": "none: every group was refused before spending" if spec is None else spec.title,
+        "citation": "" if spec is None else spec.citation,
         "declared_bounds": check_bounds(bounds),
         "hyperparameters": hyper,
         "method_reason": reason,

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .candidates import CANDIDATES
-from .error_model import Prediction, predict
+from .error_model import Prediction, error_term, error_unit, predict
 from .facts import DataSpread, PublicFacts
 
 MAX_FAILURE = 0.01
@@ -76,9 +76,11 @@ def scores(predictions: list[Prediction]) -> np.ndarray:
         return np.exp(np.mean(np.log(ratio), axis=1))
 
 
-def choose(facts: PublicFacts, allowed: Collection[str] | None = None) -> Choice:
+def choose(facts: PublicFacts, allowed: Collection[str] | None = None, within: float | None = None) -> Choice:
     """The mechanism for ``facts`` (module docstring), among the methods ``allowed`` (None: all of them;
-    with ``unit=``, those that cluster their standard errors by unit: dpstats/mechanisms/units.py)."""
+    with ``unit=``, those that cluster their standard errors by unit: dpstats/mechanisms/units.py) and,
+    with ``within``, among those predicted to err by at most that on the first regressor in a typical
+    scenario (a grouped call's ``target=``: dpstats/groups/auto.py)."""
     allowed = None if allowed is None else frozenset(allowed)
     if facts.estimator == "quantreg" and facts.slopes + facts.intercept == 1 and (allowed is None or "kng" in allowed):
         reason = "one design column: KNG samples its density exactly (Reimherr & Awan 2019, section 4.5)"
@@ -96,6 +98,14 @@ def choose(facts: PublicFacts, allowed: Collection[str] | None = None) -> Choice
                 applicable.append((candidate, prediction))
         elif candidate.estimator == facts.estimator:
             refusals.append((candidate.label, refusal))
+    if within is not None:
+        for candidate, prediction in applicable:
+            error = prediction.typical_dev * error_unit(facts)
+            if not error <= within:
+                refusals.append((candidate.label, f"predicted to err by {error:.3g} on {error_term(facts)}"))
+        applicable = [(c, p) for c, p in applicable if p.typical_dev * error_unit(facts) <= within]
+        if not applicable:
+            raise ValueError(f"no mechanism is predicted within target={within:g}: {dict(refusals)}")
     if not applicable:
         raise ValueError(f"no mechanism fits this design: {dict(refusals)}")
     by_tail = facts.side_by_side and all(p.tail is not None for _, p in applicable)
