@@ -12,7 +12,7 @@ the continuous family, x's alone in the categorical one, whose dummies are
 controls), the same in units of the non-private standard errors (``rel``,
 Alabi et al. 2022's C(68)/sigma) and the failure rate; the cells calibrated
 since it was added also hold the 90th percentile of the deviation with a
-failed fit counted as infinite (``tail``: what a grouped auto ranks,
+failed fit counted as the worst fit that answered (``tail``: what a grouped auto ranks,
 dpstats/planning/selection.py), and :class:`Prediction` has a tail only where
 every cell it is read from records one.
 
@@ -140,7 +140,7 @@ def _grid(cells: list[dict], shape_key: str) -> _Grid:
 
 
 def _log(value: float) -> float:
-    """The log of a recorded error, within [1e-12, CAP] (an infinite tail: a failure in the tail)."""
+    """The log of a recorded error, within [1e-12, CAP] (an infinite tail: no fit answered)."""
     return math.log(min(max(value, 1e-12), CAP))
 
 

@@ -24,10 +24,10 @@
 Groups read side by side (a grouped call, ``PublicFacts.side_by_side``) are
 judged by their worst fits, not their typical one: a map or a ranking of small
 areas is led by its extremes, and an average over them by its outliers. There
-auto ranks by the tail (:func:`tail_choice`): each candidate's predicted 90th
-percentile of the deviation, a failed fit counting as an infinite deviation,
-so a failure is priced as the worst error rather than dropped above
-``MAX_FAILURE``; with the data's spread released (dpstats/groups/spread.py)
+auto ranks by the tail (:func:`tail_scores`): each candidate's predicted 90th
+percentile of the deviation, a failed fit counting as the worst fit that
+answered (a group with no estimate is read as badly as the worst one), so a
+failure is priced in the tail rather than dropped above ``MAX_FAILURE``; with the data's spread released (dpstats/groups/spread.py)
 only the scenarios whose noise level and regressor variance are the nearest
 to the released ranges are weighed (those of the noise level alone where no
 scenario matches both). Step 2's rule on biased
