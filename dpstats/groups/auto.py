@@ -5,8 +5,8 @@ read at the group's public size m_g (declared, or released by its noisy
 count) and with the group's fit marked as read side by side: auto then ranks
 by the tail of the error, prices a failure as the worst fit that answered,
 and weighs the scenarios that match the data's spread
-(dpstats/groups/spread.py) when the call released it. Groups of the same size get the same choice, so the
-rule runs once per distinct size.
+(dpstats/groups/spread.py) when the call released it. Groups of the same
+size get the same choice, so the rule runs once per distinct size.
 
 What the ungrouped auto does not do here: refuse by its default rule.
 Small-area estimates are used side by side and in aggregate, and each

@@ -27,11 +27,11 @@ areas is led by its extremes, and an average over them by its outliers. There
 auto ranks by the tail (:func:`tail_scores`): each candidate's predicted 90th
 percentile of the deviation, a failed fit counting as the worst fit that
 answered (a group with no estimate is read as badly as the worst one), so a
-failure is priced in the tail rather than dropped above ``MAX_FAILURE``; with the data's spread released (dpstats/groups/spread.py)
-only the scenarios whose noise level and regressor variance are the nearest
-to the released ranges are weighed (those of the noise level alone where no
-scenario matches both). Step 2's rule on biased
-candidates applies unchanged.
+failure is priced in the tail rather than dropped above ``MAX_FAILURE``. With
+the data's spread released (dpstats/groups/spread.py), only the scenarios
+whose noise level and regressor variance are the nearest to the released
+ranges are weighed (those of the noise level alone where no scenario matches
+both). Step 2's rule on biased candidates applies unchanged.
 
 Quantile regression with one design column (an intercept or a slope alone) keeps KNG,
 which samples that density exactly (Reimherr & Awan 2019, section 4.5).
