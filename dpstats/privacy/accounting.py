@@ -66,8 +66,9 @@ class PrivacySpent:
     for pure DP its eps add up to ``eps`` by basic composition. ``unit`` and
     ``neighbours`` say whom the guarantee protects (one row, or every row of
     one unit: dpstats/design/units.py). ``proven`` is
-    False where the guarantee rests on a sampler whose closeness to its target
-    distribution is not proven (an MCMC chain); ``caveats`` then say what holds.
+    False where the guarantee rests on a sampler whose law is not exactly its
+    target's (an MCMC chain, or a continuous sampler in floating point:
+    dpstats/privacy/noise.py's ``FLOAT_CAVEAT``); ``caveats`` then say what holds.
     """
 
     notion: str
@@ -99,7 +100,7 @@ class PrivacySpent:
         """Whether the guarantee is proven, in words (for the summary)."""
         if self.proven:
             return "proven (the mechanism's proof holds for the sampler as implemented)"
-        return "NOT proven: it rests on an MCMC sampler whose mixing is not proven (see the caveats)"
+        return "NOT proven: it rests on a sampler whose law is not exact (see the caveats)"
 
     def describe(self) -> str:
         """One line such as ``eps = 1 (pure DP)``."""

@@ -1,18 +1,28 @@
-"""The one home of randomness in dpstats: generators, noise samplers and the
-exponential mechanism.
+"""The one home of randomness in dpstats: generators, noise mechanisms and the exponential mechanism.
 
 Every random draw in the package goes through this module, so that
 
-* ``random_state`` is interpreted in one place (:func:`make_rng`);
+* ``random_state`` is interpreted in one place (:func:`make_rng`), and the
+  generator is cryptographic: ChaCha20 (randomgen's ``ChaCha``, 20 rounds)
+  keyed from the operating system's entropy, or from an int for reproducible
+  tests and replication -- a seeded run is not for release;
+* every release is float-safe (Mironov 2012; notes/FLOAT_SAFETY.md): additive
+  noise is sampled exactly on a power-of-two grid (discrete Laplace or
+  discrete Gaussian in integer arithmetic, dpstats/privacy/samplers.py), with
+  the rounding to the grid counted in the sensitivity, so the eps or rho
+  reported holds for the doubles released; the exponential mechanism's
+  choices are sampled exactly (permute-and-flip, or a piece chosen with
+  exact weights and a uniform real rounded down to a double);
 * every value a mechanism hands to a noise primitive, with its declared
   sensitivity, can be recorded for the privacy audit (:func:`recording`);
 * the samplers are tested once, against their exact distributions
-  (tests/test_noise_samplers.py).
+  (tests/test_noise_samplers.py, tests/test_exact_samplers.py).
 
-Caveat (Mironov 2012): the samplers use numpy's floating-point
-transformations; like every numpy-based DP library they are not hardened
-against floating-point side channels. The default generator draws its seed
-from the operating system's entropy source.
+The primitives :func:`laplace`, :func:`gaussian`, :func:`student_t`,
+:func:`gumbel`, :func:`uniform` and :func:`gamma` draw in floating point: they
+serve post-processing (bootstrap replicates of a release's law) and the
+samplers whose releases say they are not float-safe
+(:data:`FLOAT_CAVEAT`).
 """
 
 from __future__ import annotations
@@ -20,28 +30,48 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+from randomgen import ChaCha
+
+from . import exact_choice, grid_noise
 
 RandomState = int | np.random.Generator | None
 
 
-def make_rng(random_state: RandomState = None) -> np.random.Generator:
-    """Turn ``random_state`` into a numpy Generator.
+FLOAT_CAVEAT = (
+    "not float-safe: a continuous sampler in floating point (Mironov 2012), so the guarantee holds for the real-valued "
+    "mechanism, not proven for the doubles released"
+)
+"""The caveat a release carries when one of its draws is not sampled exactly (docs/DESIGN.md section 2)."""
 
-    ``None`` (the default) seeds from fresh OS entropy; an int gives a
-    reproducible stream (for tests and replication); a Generator is used as is.
+_POOL_WORDS = 8  # SeedSequence pool of 8 x 32 bits: the 256 bits of a ChaCha key
+
+
+def _chacha(seed: np.random.SeedSequence) -> np.random.Generator:
+    """A numpy Generator over ChaCha20 keyed from ``seed`` (a cryptographic stream; spawnable)."""
+    return np.random.Generator(ChaCha(seed=seed, rounds=20))
+
+
+def make_rng(random_state: RandomState = None) -> np.random.Generator:
+    """Turn ``random_state`` into a numpy Generator over a cryptographic bit generator (ChaCha20).
+
+    ``None`` (the default) keys it from 256 bits of the operating system's
+    entropy (``secrets``); an int gives a reproducible stream, the same on
+    every machine (for tests and replication: a seeded run is not for release,
+    since anyone who knows the seed knows the noise); a Generator is used as is.
     """
     if random_state is None:
-        return np.random.default_rng()
+        return _chacha(np.random.SeedSequence(secrets.randbits(256), pool_size=_POOL_WORDS))
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
         if random_state < 0:
             raise ValueError("random_state must be a non-negative integer")
-        return np.random.default_rng(int(random_state))
+        return _chacha(np.random.SeedSequence(int(random_state), pool_size=_POOL_WORDS))
     raise TypeError("random_state must be None, a non-negative int or a numpy Generator")
 
 
@@ -58,8 +88,8 @@ def postprocessing_rng(rng: np.random.Generator) -> np.random.Generator:
 
 
 def independent_rngs(seed: int, count: int) -> list[np.random.Generator]:
-    """``count`` independent reproducible streams from one seed (numpy's SeedSequence.spawn): the audits' sides."""
-    return [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(count)]
+    """``count`` independent reproducible ChaCha20 streams from one seed (SeedSequence.spawn): the audits' sides."""
+    return [_chacha(child) for child in np.random.SeedSequence(seed, pool_size=_POOL_WORDS).spawn(count)]
 
 
 # --------------------------------------------------------------------------
@@ -202,14 +232,20 @@ def laplace_mechanism(
     sensitivity: float,
     eps: float,
     name: str,
+    *,
+    changed: int | None = None,
 ):
-    """Release ``value + Lap(sensitivity / eps)`` elementwise.
+    """Release ``value`` with Laplace noise of scale ``sensitivity / eps``, float-safe: eps-DP for the doubles released.
 
     ``sensitivity`` is the L1 sensitivity of the whole ``value`` vector under
-    replace-one neighbours; the release is ``eps``-DP (Dwork et al. 2006).
+    replace-one neighbours (Dwork et al. 2006); ``changed`` the most
+    coordinates one neighbour can move (all, by default; 2 for a histogram's
+    counts). The noise is the discrete Laplace on a power-of-two grid with the
+    rounding counted in the sensitivity (dpstats/privacy/grid_noise.py).
     """
     value_arr = np.asarray(value, dtype=float)
-    noisy = value_arr + laplace(rng, sensitivity / eps, value_arr.shape)
+    moved = value_arr.size if changed is None else min(int(changed), value_arr.size)
+    noisy = grid_noise.add_laplace(rng, value_arr, float(sensitivity), float(eps), max(moved, 1))
     noisy = _record(NoisyRelease(name, value_arr.copy(), float(sensitivity), float(eps), noisy.copy(), "l1"))
     return noisy if noisy.ndim else float(noisy)
 
@@ -221,16 +257,18 @@ def gaussian_mechanism(
     rho: float,
     name: str,
 ):
-    """Release ``value + N(0, sigma^2 I)`` with ``sigma = sensitivity / sqrt(2 rho)``.
+    """Release ``value`` with Gaussian noise of sigma ``sensitivity / sqrt(2 rho)``, float-safe: rho-zCDP.
 
     ``sensitivity`` is the L2 sensitivity of the whole ``value`` vector under
-    replace-one neighbours; the release is ``rho``-zCDP (Bun & Steinke 2016,
-    Proposition 1.6: the Gaussian mechanism is Delta^2 / (2 sigma^2)-zCDP).
-    The record has ``norm="l2"``, the ``rho`` spent and ``eps = inf`` (no pure-DP guarantee).
+    replace-one neighbours. The noise is the discrete Gaussian on a
+    power-of-two grid with the rounding counted in the sensitivity
+    (dpstats/privacy/grid_noise.py; Canonne, Kamath & Steinke 2020,
+    Theorem 14: Delta^2 / (2 sigma^2)-zCDP, as for the continuous one, Bun &
+    Steinke 2016, Proposition 1.6). The record has ``norm="l2"``, the ``rho``
+    spent and ``eps = inf`` (no pure-DP guarantee).
     """
     value_arr = np.asarray(value, dtype=float)
-    sigma = sensitivity / np.sqrt(2.0 * rho)
-    noisy = value_arr + gaussian(rng, sigma, value_arr.shape)
+    noisy = grid_noise.add_gaussian(rng, value_arr, float(sensitivity), float(rho), max(value_arr.size, 1))
     release = NoisyRelease(name, value_arr.copy(), float(sensitivity), math.inf, noisy.copy(), "l2", rho=float(rho))
     noisy = _record(release)
     return noisy if noisy.ndim else float(noisy)
@@ -239,23 +277,31 @@ def gaussian_mechanism(
 def exponential_mechanism_intervals(
     rng: np.random.Generator,
     edges: np.ndarray,
-    log_weights: np.ndarray,
+    utilities: np.ndarray,
+    eps: float,
+    sensitivity: float,
 ) -> float:
-    """Sample a point from the piecewise-constant density on ``edges``.
+    """A point of the density proportional to ``exp(eps u_i / (2 sensitivity))`` on interval i of ``edges``.
 
-    Interval ``i`` is ``[edges[i], edges[i+1]]`` with density proportional to
-    ``exp(log_weights[i])``; it is chosen with probability proportional to
-    ``length_i * exp(log_weights[i])`` by the Gumbel-max trick in log space
-    (no exponentiation, so no underflow at any eps), then a uniform point is
-    drawn inside it. This is the sampler of Alabi et al. 2022, Algorithm 3.
+    Interval ``i`` is ``[edges[i], edges[i+1]]``; it is chosen with
+    probability proportional to its length times its weight, then the point
+    is uniform inside it: the sampler of Alabi et al. 2022, Algorithm 3,
+    sampled exactly (dpstats/privacy/exact_choice.py; the utilities are counts
+    or half-counts).
     """
-    edges = np.asarray(edges, dtype=float)
-    lengths = np.diff(edges)
-    with np.errstate(divide="ignore"):
-        scores = np.log(lengths) + np.asarray(log_weights, dtype=float)
-    scores = scores + gumbel(rng, scores.shape)
-    i = int(np.argmax(scores))
-    return float(uniform(rng, edges[i], edges[i + 1]))
+    return exact_choice.interval_point(rng, edges, utilities, eps, sensitivity)
+
+
+def exponential_choice(
+    rng: np.random.Generator, utilities: np.ndarray, eps: float, sensitivity: float, counts: list[int] | None = None
+) -> int:
+    """The exponential mechanism over finitely many candidates, sampled exactly (dpstats/privacy/exact_choice.py)."""
+    return exact_choice.exponential_choice(rng, utilities, eps, sensitivity, counts)
+
+
+def permute_and_flip(rng: np.random.Generator, utilities: np.ndarray, eps: float, sensitivity: float) -> int:
+    """Permute-and-flip (McKenna & Sheldon 2020) over candidates, sampled exactly (dpstats/privacy/exact_choice.py)."""
+    return exact_choice.permute_and_flip(rng, utilities, eps, sensitivity)
 
 
 def exponential_mechanism_release(

@@ -255,7 +255,7 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
   cat("\n")
   .field("Privacy", .describe_privacy(x$privacy))
   .field("Guarantee", if (identical(x$privacy$proven, FALSE)) {
-    "NOT proven: it rests on an MCMC sampler whose mixing is not proven (see the caveats)"
+    "NOT proven: it rests on a sampler whose law is not exact (see the caveats)"
   } else {
     "proven (the mechanism's proof holds for the sampler as implemented)"
   })

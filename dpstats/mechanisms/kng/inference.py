@@ -393,7 +393,7 @@ def release_scale(rng: np.random.Generator, problem: Problem, phi: np.ndarray, t
         return -np.abs(counts - n / 2.0)
 
     def draw(generator: np.random.Generator) -> float:
-        return float(grid[noise.log_space_choice(generator, eps * utility() / 2.0)])
+        return float(grid[noise.exponential_choice(generator, utility(), eps, 1.0)])
 
     return float(noise.exponential_mechanism_release(rng, draw, utility, 1.0, eps, "SE: residual scale"))
 

@@ -62,8 +62,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ...privacy import noise
-from ...privacy.noise import gumbel, uniform
+from ...privacy import exact_choice, noise
+from ...privacy.samplers import uniform_double
 from .pair_counting import AllPairsCounter
 
 UTILITY_GRID = 257
@@ -276,11 +276,8 @@ def exponential_median(
     if direct:
         if not isinstance(oracle, SortedOracle):
             raise ValueError("the direct sampler needs the sorted estimates")
-        edges, log_weights = interval_distribution(oracle.values, lo, hi, eps, sensitivity, theta)
-        with np.errstate(divide="ignore"):
-            scores = np.log(np.diff(edges)) + log_weights
-        i = int(np.argmax(scores + gumbel(rng, scores.size)))
-        return float(uniform(rng, edges[i], edges[i + 1]))
+        edges, utilities = interval_distribution(oracle.values, lo, hi, theta)
+        return noise.exponential_mechanism_intervals(rng, edges, utilities, eps, sensitivity)
     return RejectionSampler(oracle, lo, hi, eps, sensitivity, theta).draw(rng)
 
 
@@ -298,6 +295,7 @@ class RejectionSampler:
         self, oracle: CountOracle, lo: float, hi: float, eps: float, sensitivity: float, theta: float = 0.0
     ) -> None:
         self.n = oracle.n_valid
+        self.eps, self.sensitivity = eps, sensitivity
         self.rate = eps / (2.0 * sensitivity)
         self.theta = float(theta)
         self.clipped = _Clipped(oracle, lo, hi)
@@ -311,14 +309,12 @@ class RejectionSampler:
 
     def _update(self) -> None:
         self.d = gap_distance(np.asarray(self.left[:-1]), np.asarray(self.right[1:]), self.n)
-        with np.errstate(divide="ignore"):
-            self.scores = np.log(np.diff(np.asarray(self.ts))) - self.rate * self.d
+        self.lengths = exact_choice.exact_lengths(np.asarray(self.ts))
 
-    def _block(self, k: int) -> tuple[int, float]:
-        """Envelope distance and log mass of block k (between knots k and k + 1)."""
+    def _block(self, k: int) -> tuple[int, int]:
+        """Envelope distance and exact length (in units of 2^-1074) of block k (between knots k and k + 1)."""
         d = gap_distance(self.left[k], self.right[k + 1], self.n)
-        length = self.ts[k + 1] - self.ts[k]
-        return d, (math.log(length) if length > 0 else -math.inf) - self.rate * d
+        return d, exact_choice.exact_lengths(np.asarray(self.ts[k : k + 2]))[0]
 
     def _insert(self, k: int, r: float, new_left: int, new_right: int) -> None:
         """Split block k at r (a rejected proposal) and update only the two new blocks."""
@@ -327,33 +323,34 @@ class RejectionSampler:
         self.right.insert(k + 1, new_right)
         (d0, s0), (d1, s1) = self._block(k), self._block(k + 1)
         self.d = np.insert(self.d, k + 1, d1)
-        self.scores = np.insert(self.scores, k + 1, s1)
-        self.d[k], self.scores[k] = d0, s0
+        self.lengths.insert(k + 1, s1)
+        self.d[k], self.lengths[k] = d0, s0
 
     def _evaluate(self, r: float) -> tuple[int, int, int]:
-        """dist(r), and r's counts as a knot (le(r - theta), lt(r + theta))."""
+        """dist just right of r (the density on (r, next double)), and r's counts as a knot.
+
+        A draw is a uniform real rounded down to the double r; no estimate lies
+        strictly between r and the next double, so with theta = 0 the density
+        there is dist at the rank ``le(r)``. With theta > 0 the knots are
+        ``le(r - theta)`` and ``lt(r + theta)``, computed in floating point.
+        """
         if self.theta == 0.0:
             lt, le = self.clipped(r)
-            return gap_distance(lt, lt, self.n), le, lt
+            return gap_distance(le, le, self.n), le, lt
         lt_lo, le_lo = self.clipped(r - self.theta)
         lt_hi = self.clipped(r + self.theta)[0]
         return gap_distance(lt_lo, lt_hi, self.n), le_lo, lt_hi
 
     def draw(self, rng: np.random.Generator) -> float:
-        """One exact draw (module docstring)."""
+        """One draw (module docstring), exact for theta = 0: block, point and acceptance in integer arithmetic."""
         while True:
-            k = int(np.argmax(self.scores + gumbel(rng, self.scores.size)))
-            a, b = self.ts[k], self.ts[k + 1]
-            if np.nextafter(a, np.inf) >= b:
-                return float(uniform(rng, a, b))
-            r = float(uniform(rng, a, b))
-            if not a < r < b:
-                continue
+            k = noise.exponential_choice(rng, -self.d.astype(float), self.eps, self.sensitivity, self.lengths)
+            r = uniform_double(rng, self.ts[k], self.ts[k + 1])
             dist, new_left, new_right = self._evaluate(r)
             excess = dist - int(self.d[k])
             if excess < 0:
                 raise RuntimeError("exponential_median: envelope below the density (a bug, not a data property)")
-            if excess == 0 or math.log(float(uniform(rng))) < -self.rate * excess:
+            if excess == 0 or exact_choice.keep(rng, float(excess), self.eps, self.sensitivity):
                 return r
             self._insert(k, r, new_left, new_right)
 
@@ -393,17 +390,17 @@ def utility_on_grid(oracle: CountOracle, lo: float, hi: float, theta: float, gri
 
 
 def interval_distribution(
-    values: np.ndarray, lo: float, hi: float, eps: float, sensitivity: float, theta: float = 0.0
+    values: np.ndarray, lo: float, hi: float, theta: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Algorithm 3 (theta = 0) or 4 (theta > 0), literally: interval edges and log weights.
+    """Algorithm 3 (theta = 0) or 4 (theta > 0), literally: interval edges and utilities.
 
     The reference the fast sampler is tested against. Algorithm 4 as printed
     (with its evident typo ``z[n-i-1] = min(r_u, z[i] + theta)`` read as
     ``z[n-i-1] + theta``): clip, insert the median when N is even, move the
     lower half down and the upper half up by theta (the middle value stays),
-    insert r_l and r_u, score interval i by ``-eps/(2L) ceil(|i - n/2|)``.
+    insert r_l and r_u, and give interval i the utility ``-ceil(|i - n/2|)``
+    (its density is proportional to ``exp(eps/(2L) utility)``).
     """
-    rate = eps / (2.0 * sensitivity)
     z = np.sort(np.clip(np.asarray(values, dtype=float), lo, hi))
     if theta > 0.0:
         if z.size % 2 == 0 and z.size > 0:
@@ -414,4 +411,4 @@ def interval_distribution(
     edges = np.concatenate([[lo], z, [hi]])
     n_edges = edges.size
     i = np.arange(1, n_edges)
-    return edges, -rate * np.ceil(np.abs(i - n_edges / 2.0))
+    return edges, -np.ceil(np.abs(i - n_edges / 2.0))

@@ -36,10 +36,10 @@ the ceiling, a half-integer, then moves by at most 1 and so does its ceiling.
 So every dist_j moves by at most L (tests/test_theilsen_grid.py checks this by
 brute force and the replay reaches it).
 
-Selection: permute-and-flip (McKenna & Sheldon 2020), run in its equivalent
-form of report-noisy-max with exponential noise (Ding, Kifer, Saghaian N. E.,
-Steinke, Wang, Xiao & Zhang 2021): the index of the largest
-``-eps/(2L) dist_j + E_j``, E_j i.i.d. Exp(1). It is eps-DP for a utility of
+Selection: permute-and-flip (McKenna & Sheldon 2020), sampled exactly: the
+cells in a uniformly random order, each kept with probability
+``exp(-eps/(2L) (dist_j - min dist))`` drawn in integer arithmetic
+(dpstats/privacy/exact_choice.py; the rate rounded down). It is eps-DP for a utility of
 sensitivity L, like the exponential mechanism, and its expected utility is
 never lower (McKenna & Sheldon 2020). Here it matters: with one cell at
 distance 0 and C - 1 cells of weight w = e^{-A}, the exponential mechanism
@@ -168,15 +168,9 @@ def cell_utilities(oracle: CountOracle, edges: np.ndarray) -> np.ndarray:
     return -np.asarray(gap_distance(lower, upper, total), dtype=float).reshape(-1)
 
 
-def exponential_draws(rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
-    """Standard exponential draws by inversion of uniform ones (through dpstats/privacy/noise.py)."""
-    return -np.log1p(-noise.uniform(rng, 0.0, 1.0, size))
-
-
 def permute_and_flip(rng: np.random.Generator, utilities: np.ndarray, eps: float, sensitivity: float) -> int:
-    """Permute-and-flip as report-noisy-max with Exp(1) noise on ``eps / (2 sensitivity) * utilities``."""
-    scores = eps / (2.0 * sensitivity) * utilities
-    return int(np.argmax(scores + exponential_draws(rng, scores.size)))
+    """Permute-and-flip over the cells, sampled exactly (:func:`dpstats.privacy.noise.permute_and_flip`)."""
+    return noise.permute_and_flip(rng, utilities, eps, sensitivity)
 
 
 def release(

@@ -249,7 +249,9 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, **opt
     if share > 0:
         windows = tuple((f"SE: window {name}", budget.window) for name, _ in POINTS)
         split += (*windows, ("SE: rank moments", budget.moments))
-    spent = PrivacySpent(notion="pure", eps=privacy.eps, split=split)
+    exact = median == "exp"  # the grid and Algorithm 3 are sampled exactly; Algorithms 4 and 5 are not
+    caveats = () if exact else (f"median={median!r}: {noise.FLOAT_CAVEAT}",)
+    spent = PrivacySpent(notion="pure", eps=privacy.eps, split=split, caveats=caveats, proven=exact)
     hyper: dict[str, object] = {
         "median": median,
         "k": k,

@@ -31,8 +31,6 @@ import math
 
 import numpy as np
 
-from ...privacy import noise
-
 
 def sorted_projections(models: np.ndarray) -> np.ndarray:
     """``(d, m)``: each coordinate of the ``(m, d)`` models, sorted increasingly."""
@@ -136,43 +134,6 @@ def shell_log_volumes(P: np.ndarray, log_lengths: np.ndarray, t: int) -> tuple[n
     return depths, before + log_gap + after
 
 
-def sample_restricted(
-    rng: np.random.Generator, P: np.ndarray, t: int, beta: float, size: int | None = None
-) -> np.ndarray:
-    """Exact draws from the density proportional to ``exp(beta T(y))`` on ``{T(y) >= t}``.
-
-    The piece ``R_ij`` is chosen with probability proportional to
-    ``vol(R_ij) exp(beta i)`` by the Gumbel-max trick in log space, then the
-    point is uniform in it: coordinates before j uniform on the depth ``> i``
-    side, coordinate j uniform on the two end gaps together, coordinates after
-    j uniform on the depth ``>= i`` side (Amin et al. 2023, section 3.3 and
-    Lemma 3.9). All draws go through dpstats/privacy/noise.py. Returns ``(d,)`` for
-    ``size=None``, else ``(size, d)``. At least one piece must have positive
-    volume (the caller checks :func:`restricted_mass_is_positive`).
-    """
-    d, m = P.shape
-    depths, pieces = shell_log_volumes(P, log_side_lengths(P), t)
-    scores = (pieces + beta * depths[:, None]).ravel()
-    count = 1 if size is None else int(size)
-    flat = np.atleast_1d(noise.log_space_choice(rng, scores, count))
-    row, j = np.divmod(flat, d)
-    i = depths[row]
-    u = noise.uniform(rng, 0.0, 1.0, (count, d))
-    coords = np.arange(d)[None, :]
-    before, at = coords < j[:, None], coords == j[:, None]
-    inner_lo = P[coords, np.minimum(i, m - 1)[:, None]]
-    inner_hi = P[coords, np.maximum(m - i - 1, 0)[:, None]]
-    outer_lo, outer_hi = P[coords, (i - 1)[:, None]], P[coords, (m - i)[:, None]]
-    lo = np.where(before, inner_lo, outer_lo)
-    hi = np.where(before, inner_hi, outer_hi)
-    points = lo + u * (hi - lo)
-    left, right_start, right = _gap_lengths(P, depths)
-    gl, gr, rs = left[row, j], right[row, j], right_start[row, j]
-    v = u[np.arange(count), j] * (gl + gr)
-    points[at] = np.where(v < gl, P[j, i - 1] + v, rs + (v - gl))
-    return points[0] if size is None else points
-
-
 def restricted_mass_is_positive(P: np.ndarray, t: int) -> bool:
     """True when the region of depth ``>= t`` has positive volume (the sampler is defined)."""
     _, pieces = shell_log_volumes(P, log_side_lengths(P), t)
@@ -237,7 +198,7 @@ def shrunk_box_log_volume(P: np.ndarray, i: int, u: np.ndarray) -> np.ndarray:
 
 
 def continuous_depth_cdf(P: np.ndarray, t: int, beta: float):
-    """The exact CDF of ``continuous_depth(P, y)`` when y is drawn by :func:`sample_restricted`.
+    """The exact CDF of ``continuous_depth(P, y)`` for y drawn by dpstats/mechanisms/tukey/exact_draw.py.
 
     ``P(c >= i + u) = sum_{i' > i} pi_i' + pi_i (vol{c >= i + u} - V_{i+1}) / (V_i - V_{i+1})``
     with ``pi_i`` proportional to ``(V_i - V_{i+1}) exp(beta i)``.

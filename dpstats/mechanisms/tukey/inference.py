@@ -136,9 +136,9 @@ def log_deviations(models: np.ndarray, centre: np.ndarray) -> np.ndarray:
     return np.log(np.maximum(np.nan_to_num(dev, nan=TINY, posinf=np.finfo(float).max), TINY))
 
 
-def rank_log_weights(m: int, eps: float) -> np.ndarray:
-    """``eps u / 2`` for the m + 1 intervals between sorted values: u = -|(points below) - m/2|."""
-    return -0.5 * eps * np.abs(np.arange(m + 1) - m / 2.0)
+def rank_utilities(m: int) -> np.ndarray:
+    """u = -|(points below) - m/2| for the m + 1 intervals between sorted values (half-counts)."""
+    return -np.abs(np.arange(m + 1) - m / 2.0)
 
 
 def release_spreads(rng: np.random.Generator, models: np.ndarray, point: np.ndarray, eps: float) -> np.ndarray:
@@ -146,14 +146,14 @@ def release_spreads(rng: np.random.Generator, models: np.ndarray, point: np.ndar
     m, d = models.shape
     lo, hi = window(point)
     logs = np.clip(log_deviations(models, point), lo, hi)
-    weights = rank_log_weights(m, eps)
+    utilities = rank_utilities(m)
     out = np.empty(d)
     for j in range(d):
         edges = np.concatenate([[lo[j]], np.sort(logs[:, j]), [hi[j]]])
         grid = np.linspace(lo[j], hi[j], 2001)
         out[j] = noise.exponential_mechanism_release(
             rng,
-            lambda g, edges=edges: noise.exponential_mechanism_intervals(g, edges, weights),
+            lambda g, edges=edges: noise.exponential_mechanism_intervals(g, edges, utilities, eps, 1.0),
             lambda column=logs[:, j], grid=grid: -np.abs((column[None, :] <= grid[:, None]).sum(axis=1) - m / 2.0),
             1.0,
             eps,

@@ -28,8 +28,9 @@ the proof below needs only that each model is a function of its own batch):
    1/eps1 and returns a zero vector on failure: neither is copied.)
 4. Restricted exponential mechanism with eps2 = eps/2: a point y with density
    proportional to ``exp(beta T(y))`` on ``{T >= t}``, ``beta = eps2/2``,
-   ``t = floor(floor(m/2)/2)``, sampled exactly (a depth shell piece by
-   Gumbel-max in log space, then a uniform point in it; Lemma 3.9).
+   ``t = floor(floor(m/2)/2)``, sampled exactly in integer arithmetic (a depth
+   shell piece with exact volumes, then a uniform point in it rounded down to
+   a double; Lemma 3.9; dpstats/mechanisms/tukey/exact_draw.py).
 
 Privacy: (eps, delta)-DP for replace-one neighbours with public n (docs/DESIGN.md
 section 2), proved directly below rather than by group privacy.
@@ -117,7 +118,7 @@ from ...privacy.accounting import PrivacySpent
 from ...privacy.noise import exponential_mechanism_point_release, laplace_mechanism
 from ..base import PrivacyRequest, Release, failed_release, refuse_rho
 from . import depth as td
-from . import inference
+from . import exact_draw, inference
 from .default_m import MIN_MODELS, default_m
 from .jackknife import batch_ols_jackknife
 from .models import BatchFit, batch_ols, partition_models, unit_partition_models
@@ -295,7 +296,7 @@ def release_from_models(
         return None, stats, {**info, "reason": EMPTY_REGION}
     point = exponential_mechanism_point_release(
         rng,
-        lambda g: td.sample_restricted(g, P, t, beta),
+        lambda g: exact_draw.sample_point(g, P, t, beta),
         lambda y: td.depth(P, y),
         1.0,
         eps2,

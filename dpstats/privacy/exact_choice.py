@@ -1,0 +1,106 @@
+"""The exponential mechanism sampled exactly: permute-and-flip, a weighted choice, and a point of an interval.
+
+Every double is a dyadic rational, so with the rate rounded down to a dyadic
+rational ``a / 2^40`` per unit of utility (never above ``eps / (2 Delta)``,
+so the eps spent is at most the one reported) each exponent
+``rate (u_max - u_i)`` is an exact rational, and the draws below use the exact
+samplers of dpstats/privacy/samplers.py (no log-weights, no Gumbel noise, no
+exp in floating point; Ilvento 2020 and notes/FLOAT_SAFETY.md for why).
+
+* :func:`permute_and_flip` (McKenna & Sheldon 2020): candidates in a
+  uniformly random order, each kept with probability exp(-gamma_i); the
+  first kept is released. eps-DP like the exponential mechanism.
+* :func:`exponential_choice`: index i with probability proportional to
+  ``counts_i exp(-gamma_i)`` (the exponential mechanism over a finite set,
+  or over pieces of a space with exact sizes).
+* :func:`interval_point`: the exponential mechanism on the real line with a
+  piecewise-constant utility (Alabi et al. 2022, Algorithm 3): an interval
+  chosen with weight length x exp(-gamma), its lengths exact integers in
+  units of 2^-1074, then a uniform real in it rounded down to a double.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+
+from . import samplers
+
+RATE_BITS = 40
+"""The rate per unit of utility is rounded down to a multiple of 2^-RATE_BITS (2^-40 = MAX_DENOMINATOR)."""
+_DOUBLE_UNIT = 1 << 1074
+
+
+def exponents(utilities: np.ndarray, eps: float, sensitivity: float) -> tuple[list[int], int]:
+    """Numerators g_i and the denominator D of gamma_i = rate (u_max - u_i), rate = a / 2^40 <= eps / (2 sensitivity).
+
+    Every double is a dyadic rational, so the gaps are exact (in Python
+    integers, of any size); D is 2^40 for integer utilities (counts and rank
+    distances) and 2^40 times the gaps' largest power-of-two denominator
+    otherwise (half-counts, quantile levels times n).
+    """
+    u = np.asarray(utilities, dtype=float).ravel()
+    coefficient = int(Fraction(eps) / (2 * Fraction(sensitivity)) * 2**RATE_BITS)  # floor: the rate rounded down
+    if np.all(u == np.rint(u)) and np.all(np.abs(u) < 2.0**52):
+        gaps = (u.max() - u).astype(np.int64).tolist()  # exact: integers below 2^53
+        return [coefficient * g for g in gaps], 1 << RATE_BITS
+    exact = [Fraction(x) for x in u.tolist()]
+    top = max(exact)
+    shift = max((top - x).denominator for x in exact).bit_length() - 1  # dyadic: powers of two
+    return [coefficient * int((top - x) * (1 << shift)) for x in exact], 1 << (RATE_BITS + shift)
+
+
+def permute_and_flip(rng: np.random.Generator, utilities: np.ndarray, eps: float, sensitivity: float) -> int:
+    """Permute-and-flip (McKenna & Sheldon 2020) with exact flips: eps-DP for a utility of sensitivity ``sensitivity``.
+
+    The utilities must be integers (counts, rank distances), so that the flips
+    run vectorised in int64 (dpstats/privacy/samplers.py).
+    """
+    nums, den = exponents(utilities, eps, sensitivity)
+    if den > samplers.MAX_DENOMINATOR:
+        raise ValueError("permute_and_flip takes integer utilities (counts, rank distances)")
+    whole = np.array([min(g // den, 1 << 62) for g in nums], dtype=np.int64)
+    frac = np.array([g % den for g in nums], dtype=np.int64)
+    order = rng.permutation(whole.size)
+    kept = samplers.bernoulli_exp_parts(rng, whole[order], frac[order], den)
+    return int(order[int(np.argmax(kept))])  # the best candidate (gamma = 0) is always kept
+
+
+def keep(rng: np.random.Generator, drop: float, eps: float, sensitivity: float) -> bool:
+    """Bernoulli(exp(-rate drop)) for a utility drop (an integer), at the rate of :func:`exponents` (rounded down).
+
+    The acceptance step of a rejection sampler whose proposals were weighted
+    by :func:`exponential_choice` with integer utilities: the same rate.
+    """
+    nums, den = exponents(np.array([0.0, -float(drop)]), eps, sensitivity)
+    return bool(samplers.bernoulli_exp_int(rng, nums[1], den))
+
+
+def exponential_choice(
+    rng: np.random.Generator, utilities: np.ndarray, eps: float, sensitivity: float, counts: list[int] | None = None
+) -> int:
+    """The exponential mechanism over candidates (each weighted by ``counts``, 1 by default), sampled exactly."""
+    nums, den = exponents(utilities, eps, sensitivity)
+    return samplers.choose_weighted(rng, [1] * len(nums) if counts is None else counts, nums, den)
+
+
+def exact_lengths(edges: np.ndarray) -> list[int]:
+    """The lengths of the intervals between consecutive doubles ``edges``, exactly, in units of 2^-1074."""
+    ticks = [int(Fraction(float(x)) * _DOUBLE_UNIT) for x in np.asarray(edges, dtype=float).tolist()]
+    return [b - a for a, b in itertools.pairwise(ticks)]
+
+
+def interval_point(
+    rng: np.random.Generator, edges: np.ndarray, utilities: np.ndarray, eps: float, sensitivity: float
+) -> float:
+    """A draw from the density proportional to ``exp(eps u_i / (2 sensitivity))`` on interval i of ``edges``.
+
+    Exact (module docstring): the interval by :func:`exponential_choice`
+    weighted by its exact length, then a uniform real in it rounded down to
+    a double (:func:`~dpstats.privacy.samplers.uniform_double`).
+    """
+    edges = np.asarray(edges, dtype=float)
+    i = exponential_choice(rng, utilities, eps, sensitivity, exact_lengths(edges))
+    return samplers.uniform_double(rng, float(edges[i]), float(edges[i + 1]))
