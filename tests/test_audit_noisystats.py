@@ -102,19 +102,25 @@ def test_corner_pairs_are_48_replace_one_pairs_for_one_regressor() -> None:
 
 
 def algorithm_1(x: np.ndarray, y: np.ndarray, eps: float, rng: np.random.Generator) -> tuple[float, float] | None:
-    """Alabi et al. 2022, Algorithm 1 (NoisyStats) transcribed line by line; None is the paper's ⊥."""
+    """Alabi et al. 2022, Algorithm 1 (NoisyStats) transcribed line by line; None is the paper's ⊥.
+
+    Each ``value + Lap(3 Delta / eps)`` is the float-safe Laplace mechanism at eps / 3
+    (dpstats/privacy/grid_noise.py), so the same generator gives the same draws.
+    """
+
+    def plus_laplace(value: float, sensitivity: float) -> float:
+        return float(noise.laplace_mechanism(rng, np.array([value]), sensitivity, eps / 3, "Algorithm 1")[0])
+
     n = x.size
     delta_1 = delta_2 = 1 - 1 / n
-    L1 = rng.laplace(0, 3 * delta_1 / eps)
-    L2 = rng.laplace(0, 3 * delta_2 / eps)
     x_bar, y_bar = x.mean(), y.mean()
     ncov = np.sum((x - x_bar) * (y - y_bar))
     nvar = np.sum((x - x_bar) ** 2)
-    if nvar + L2 > 0:
-        alpha = (ncov + L1) / (nvar + L2)
+    noisy_ncov, noisy_nvar = plus_laplace(ncov, delta_1), plus_laplace(nvar, delta_2)
+    if noisy_nvar > 0:
+        alpha = noisy_ncov / noisy_nvar
         delta_3 = 1 / n * (1 + abs(alpha))
-        L3 = rng.laplace(0, 3 * delta_3 / eps)
-        beta = (y_bar - alpha * x_bar) + L3
+        beta = plus_laplace(y_bar - alpha * x_bar, delta_3)
         p25 = 0.25 * alpha + beta
         p75 = 0.75 * alpha + beta
         return p25, p75
@@ -183,7 +189,9 @@ def test_replay_three_regressors_attains_every_sensitivity(singular: str) -> Non
     residual bound and the entries' extremes are not all reached by one move), the others 1.0.
     """
     pairs = corner_pairs(8, UNIT * 3, (0.0, 1.0), bases="lowest")
-    report = replay(FIT, pairs, PRIVACY, seeds=range(3), options={"singular": singular})
+    # with singular="fail" the intercept is released only when the noisy S_xx is positive definite, which
+    # happens for 1 seed in 20 here: seed 7 is the first of range(60) where it does (on every pair)
+    report = replay(FIT, pairs, PRIVACY, seeds=(0, 1, 7), options={"singular": singular})
     report.assert_sound(min_ratio=0.9, names=CENTERED)
     report.assert_sound(min_ratio=0.8, names=SE_RELEASES)
 
@@ -194,7 +202,8 @@ def test_replay_through_the_origin_attains_every_sensitivity(singular: str) -> N
     """Deterministic: no intercept, non-negative bounds (each product's interval is attained jointly);
     the standard errors' meat reaches >= 0.99 of its sensitivity (measured 0.9997)."""
     pairs = corner_pairs(8, [(0.0, 2.0), (0.5, 1.0)], (0.0, 3.0), intercept=False, bases="all")
-    report = replay(FIT, pairs, PRIVACY, seeds=range(2), options={"singular": singular})
+    # seeds whose noisy X'X is positive definite on every pair, so that singular="fail" releases the meat too
+    report = replay(FIT, pairs, PRIVACY, seeds=(3, 7), options={"singular": singular})
     report.assert_sound(min_ratio=0.9, names=ORIGIN)
     report.assert_sound(min_ratio=0.99, names=["SE: HC meat"])
 

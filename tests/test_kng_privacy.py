@@ -110,6 +110,7 @@ from dpstats.audit import (
 )
 from dpstats.design.matrix import Design
 from dpstats.mechanisms import PrivacyRequest
+from dpstats.mechanisms.kng import exact_quantile
 from dpstats.mechanisms.kng import mechanism as kng
 from dpstats.mechanisms.kng import sampler as kng_sampler
 from dpstats.privacy.noise import NoisyRelease, independent_rngs
@@ -311,7 +312,14 @@ def batched_sampler(estimator: str, runs: int, c_factor: float = 1.0) -> Iterato
             target = replace(target, c=c_factor * target.c)  # kng.fit passes the rest (chain options) by keyword
             return np.concatenate([chains(rng, target, d, B, sweeps, **{**kwargs, "chains": m}) for m in blocks])[None]
 
-        with mock.patch.object(kng_sampler, "run_chains", draw):
+        exact = exact_quantile.draw
+
+        def draw_exact(
+            rng: np.random.Generator, y: np.ndarray, tau: float, B: float, eps: float, sensitivity: float
+        ) -> np.ndarray:  # an intercept alone: the exact sampler, once per run
+            return np.concatenate([exact(rng, y, tau, B, c_factor * eps, sensitivity) for _ in range(runs)])[:, None]
+
+        with mock.patch.object(kng_sampler, "run_chains", draw), mock.patch.object(exact_quantile, "draw", draw_exact):
             yield
     else:
         least_squares = kng_sampler.sample_least_squares

@@ -89,8 +89,7 @@ def test_exponential_mechanism_intervals_fits_and_the_test_has_power() -> None:
     edges, utility = _theilsen_like_intervals()
 
     def draw(rng: np.random.Generator, eps: float, size: int) -> np.ndarray:
-        log_weights = eps / 2.0 * utility
-        return repeat_draws(lambda r: noise.exponential_mechanism_intervals(r, edges, log_weights), rng, size)
+        return repeat_draws(lambda r: noise.exponential_mechanism_intervals(r, edges, utility, eps, 1.0), rng, size)
 
     audit = audit_sampler(
         "exponential_mechanism_intervals",
@@ -111,7 +110,7 @@ def test_exponential_mechanism_intervals_does_not_underflow_at_huge_eps() -> Non
     with np.errstate(divide="ignore"):
         top = int(np.argmax(np.log(np.diff(edges)) + 1e6 * utility))
     for _ in range(20):
-        x = noise.exponential_mechanism_intervals(rng, edges, 1e6 * utility)
+        x = noise.exponential_mechanism_intervals(rng, edges, utility, 2e6, 1.0)
         assert edges[top] <= x <= edges[top + 1]
 
 

@@ -33,6 +33,7 @@ import dpstats
 from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.noisystats import mechanism as noisystats
+from dpstats.privacy.noise import make_rng
 
 
 def _design(formula, frame, bounds):
@@ -96,7 +97,7 @@ def test_result_noisy_stats_are_the_mechanism_release(simple):
             method="noisystats",
             random_state=seed,
         )
-        direct = noisystats.fit(simple["design"], PrivacyRequest(eps=2.0), np.random.default_rng(seed))
+        direct = noisystats.fit(simple["design"], PrivacyRequest(eps=2.0), make_rng(seed))
         assert res.noisy_stats.keys() == direct.noisy_stats.keys()
         for key, value in direct.noisy_stats.items():
             np.testing.assert_array_equal(res.noisy_stats[key], value)

@@ -26,10 +26,10 @@ def frame() -> pd.DataFrame:
 @pytest.mark.parametrize(
     ("formula", "estimator", "proven"),
     [
-        ("y ~ 1", "quantreg", True),
-        ("y ~ x - 1", "quantreg", True),
-        ("y ~ x", "quantreg", False),
-        ("y ~ 1", "ols", True),
+        ("y ~ 1", "quantreg", True),  # the exponential mechanism over intervals, sampled exactly
+        ("y ~ x - 1", "quantreg", False),  # a piecewise-constant density with real breakpoints, in floating point
+        ("y ~ x", "quantreg", False),  # MCMC
+        ("y ~ 1", "ols", False),  # a piecewise log-linear density, in floating point
         ("y ~ x", "ols", False),
     ],
 )
@@ -37,6 +37,7 @@ def test_kng_reports_proven_by_the_design_shape(frame: pd.DataFrame, formula: st
     fit = dpstats.dp_quantreg if estimator == "quantreg" else dpstats.dp_ols
     res = fit(formula, frame, eps=1.0, bounds=BOUNDS, method="kng", random_state=0)
     assert res.privacy.proven is proven
+    assert any("not float-safe" in c for c in res.privacy.caveats) is (not proven)
     assert bool(res.glance()["proven"].iloc[0]) is proven
     text = res.summary().as_text()
     assert ("NOT proven" in text) is (not proven) and "Guarantee" in text
@@ -44,8 +45,16 @@ def test_kng_reports_proven_by_the_design_shape(frame: pd.DataFrame, formula: st
 
 
 def test_other_mechanisms_are_proven(frame: pd.DataFrame) -> None:
-    for method in ("noisystats", "theilsen", "histogram"):
-        assert dpstats.dp_ols("y ~ x", frame, eps=1.0, bounds=BOUNDS, method=method, random_state=0).privacy.proven
+    for method in ("noisystats", "theilsen", "histogram", "gradient", "tukey"):
+        delta = 1e-6 if method == "tukey" else 0.0
+        kw = {"eps": 1.0, "delta": delta, "bounds": BOUNDS, "method": method, "random_state": 0}
+        assert dpstats.dp_ols("y ~ x", frame, **kw).privacy.proven
+
+
+@pytest.mark.parametrize("median", ["wide", "smooth"])
+def test_theilsen_continuous_medians_say_they_are_not_float_safe(frame: pd.DataFrame, median: str) -> None:
+    res = dpstats.dp_ols("y ~ x", frame, eps=1.0, bounds=BOUNDS, method="theilsen", median=median, random_state=0)
+    assert not res.privacy.proven and any("not float-safe" in c for c in res.privacy.caveats)
 
 
 def test_several_quantiles_are_proven_only_if_every_fit_is(frame: pd.DataFrame) -> None:
@@ -54,7 +63,7 @@ def test_several_quantiles_are_proven_only_if_every_fit_is(frame: pd.DataFrame) 
     assert not dpstats.dp_quantreg("y ~ x", frame, q=[0.25, 0.75], **kw).privacy.proven
 
 
-@pytest.mark.parametrize(("formula", "method"), [("y ~ x", "histogram"), ("y ~ 1", "kng"), ("y ~ x - 1", "kng")])
+@pytest.mark.parametrize(("formula", "method"), [("y ~ x", "histogram"), ("y ~ 1", "kng"), ("y ~ x - 1", "histogram")])
 def test_auto_takes_a_proven_quantile_regression(frame: pd.DataFrame, formula: str, method: str) -> None:
     res = dpstats.dp_quantreg(formula, frame, q=0.5, eps=1.0, bounds=BOUNDS, random_state=0)
     assert res.method == method and res.privacy.proven

@@ -40,6 +40,12 @@ LO, HI = theilsen.TABLE1_UNIT_RANGE
 # --------------------------------------------------------------------------
 
 
+def interval_log_weights(values, lo, hi, eps, lipschitz, theta):
+    """Algorithm 3/4's edges and log weights ``eps / (2 L) * utility`` (dp_median.interval_distribution)."""
+    edges, utilities = dp_median.interval_distribution(values, lo, hi, theta)
+    return edges, eps / (2.0 * lipschitz) * utilities
+
+
 def doubled(points: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], x0: float = 0.25) -> DoubledVector:
     z = pair_estimates(points[:, 0], points[:, 1], pairs[0], pairs[1], x0)
     values, undefined = valid_sorted(z, LO, HI)
@@ -215,7 +221,7 @@ def test_rejection_sampler_fits_algorithm_3_and_4_with_power(theta: float, draws
     _, _, values = small_problem()
     lipschitz, eps = 9, 6.0
     oracle = dp_median.SortedOracle(values)
-    cdf = intervals_cdf(*dp_median.interval_distribution(values, LO, HI, eps, lipschitz, theta))
+    cdf = intervals_cdf(*interval_log_weights(values, LO, HI, eps, lipschitz, theta))
     at_eps = ks_check(fast_draws(oracle, eps, lipschitz, theta, draws, 1), cdf, label="at eps")
     assert not at_eps.rejected, at_eps
     for seed, factor in enumerate((0.7, 1.3), start=2):
@@ -232,7 +238,7 @@ def test_counting_oracle_sampler_fits_the_exact_distribution(theta: float) -> No
     i, j = all_pairs(12)
     values = valid_sorted(pair_estimates(x, y, i, j, 0.25), LO, HI)[0]
     oracle = dp_median.CountingOracle(AllPairsCounter(x, y, 0.25), pilot_estimates(x, y, 0.25, size=16))
-    cdf = intervals_cdf(*dp_median.interval_distribution(values, LO, HI, 4.0, 11, theta))
+    cdf = intervals_cdf(*interval_log_weights(values, LO, HI, 4.0, 11, theta))
     result = ks_check(fast_draws(oracle, 4.0, 11, theta, 10_000, 7), cdf)
     assert not result.rejected, result
 
@@ -242,7 +248,7 @@ def test_widened_utility_matches_algorithm_4_literally() -> None:
     rng = np.random.default_rng(4)
     for size in (1, 2, 7, 8):
         values = np.sort(np.round(rng.uniform(-0.2, 1.2, size), 2))
-        edges, log_w = dp_median.interval_distribution(values, LO, HI, 2.0, 1, 0.03)
+        edges, log_w = interval_log_weights(values, LO, HI, 2.0, 1, 0.03)
         mids = (edges[:-1] + edges[1:]) / 2.0
         keep = np.diff(edges) > 1e-9
         ours = dp_median.utility_on_grid(dp_median.SortedOracle(values), LO, HI, 0.03, mids[keep])
@@ -274,7 +280,7 @@ def audit_pair():
 def exact_log_density(points: np.ndarray, eps: float, theta: float):
     i, j = all_pairs(points.shape[0])
     values = valid_sorted(pair_estimates(points[:, 0], points[:, 1], i, j, 0.25), LO, HI)[0]
-    edges, log_w = dp_median.interval_distribution(values, LO, HI, eps, points.shape[0] - 1, theta)
+    edges, log_w = interval_log_weights(values, LO, HI, eps, points.shape[0] - 1, theta)
     with np.errstate(divide="ignore"):
         mass = np.log(np.diff(edges)) + log_w
     log_z = np.logaddexp.reduce(mass[np.isfinite(mass)])

@@ -18,12 +18,13 @@ import dpstats
 from dpstats.mechanisms import REGISTRY, PrivacyRequest
 from dpstats.mechanisms.tukey import default_m as tukey_m
 from dpstats.mechanisms.tukey import depth as td
+from dpstats.mechanisms.tukey import exact_draw
 from dpstats.mechanisms.tukey import inference as tukey_inference
 from dpstats.mechanisms.tukey import mechanism as tukey
 from dpstats.mechanisms.tukey import models as tukey_models
 from dpstats.mechanisms.tukey.jackknife import batch_ols_jackknife
 from dpstats.mechanisms.tukey.models import batch_ols, partition_models
-from dpstats.privacy.noise import exponential_mechanism_point_release, log_space_choice, recording
+from dpstats.privacy.noise import exponential_mechanism_point_release, make_rng, recording
 
 EPS, DELTA = math.log(3), 1e-5
 
@@ -100,7 +101,7 @@ def test_large_eps_approaches_ols() -> None:
     est = res.params.to_numpy()
     assert np.all(np.abs(est - ols.params.to_numpy()) <= 4 * ols.bse.to_numpy())
     X = sm.add_constant(frame[["x1", "x2"]]).to_numpy()
-    models = partition_models(X, frame["y"].to_numpy(), res.hyperparameters["m"], np.random.default_rng(5))
+    models = partition_models(X, frame["y"].to_numpy(), res.hyperparameters["m"], make_rng(5))
     P = td.sorted_projections(models)
     m = P.shape[1]
     deepest = td.max_depth(m) - (m % 2)  # for odd m the depth-I box is a single point (zero volume)
@@ -245,24 +246,10 @@ def test_depth_geometry() -> None:
         depths, pieces = td.shell_log_volumes(P, lengths, t)
         shells = np.exp(log_v[depths]) - np.exp(log_v[depths + 1])
         np.testing.assert_allclose(np.exp(np.logaddexp.reduce(pieces, axis=1)), shells, rtol=1e-9, atol=1e-300)
-        points = td.sample_restricted(rng, P, t, 0.7, size=2000)
+        points = exact_draw.sample_restricted(rng, P, t, 0.7, size=2000)
         depth = td.depth(P, points)
         assert depth.min() >= t and np.all(np.floor(td.continuous_depth(P, points)) == depth)
         assert td.depth(P, np.full(d, 1e9)) == 0
-
-
-def test_log_space_choice() -> None:
-    """Chi-square of 200,000 draws against the exact probabilities (p-value > 1e-6: false failure 1e-6)."""
-    from scipy import stats
-
-    log_w = np.array([-np.inf, -1e6, -1e6 + np.log(3.0), -1e6 + np.log(6.0)])
-    draws = log_space_choice(np.random.default_rng(0), log_w, 200_000)
-    counts = np.bincount(draws, minlength=4)
-    assert counts[0] == 0
-    assert stats.chisquare(counts[1:], 200_000 * np.array([0.1, 0.3, 0.6])).pvalue > 1e-6
-    assert isinstance(log_space_choice(np.random.default_rng(0), log_w), int)
-    with pytest.raises(ValueError, match="finite"):
-        log_space_choice(np.random.default_rng(0), np.full(3, -np.inf))
 
 
 def test_point_release_records_the_utility_of_the_released_point() -> None:

@@ -61,6 +61,7 @@ from dpstats.audit.replay import replay
 from dpstats.design.matrix import Design
 from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.tukey import depth as td
+from dpstats.mechanisms.tukey import exact_draw
 from dpstats.mechanisms.tukey import inference as tukey_inference
 from dpstats.mechanisms.tukey import mechanism as tukey
 from dpstats.mechanisms.tukey.jackknife import batch_ols_jackknife
@@ -284,7 +285,7 @@ SAMPLER_DRAWS = 10_000
 
 def _draw(restrict: int):
     def draw(rng: np.random.Generator, eps2: float, size: int) -> np.ndarray:
-        return td.continuous_depth(CLOUD, td.sample_restricted(rng, CLOUD, restrict, eps2 / 2, size))
+        return td.continuous_depth(CLOUD, exact_draw.sample_restricted(rng, CLOUD, restrict, eps2 / 2, size))
 
     return draw
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from unittest import mock
 
-from ..privacy import noise
+from ..privacy import noise, samplers
 
 
 @contextlib.contextmanager
@@ -50,13 +50,22 @@ def scaled_return(target: ModuleType | object, attribute: str, factor: float) ->
         yield
 
 
-def weaker_noise(factor: float = 0.5, sampler: str = "laplace") -> contextlib.AbstractContextManager[None]:
-    """Noise ``factor`` times too small: ``noise.<sampler>`` draws scaled by ``factor``.
+RELEASE_SAMPLERS = {"laplace": "discrete_laplace", "gaussian": "discrete_gaussian"}
+"""The exact samplers behind the Laplace and Gaussian mechanisms (dpstats/privacy/grid_noise.py)."""
 
-    For the zero-centred scale families (``laplace``, ``gaussian``,
-    ``student_t``) scaling the draws is scaling the sampler's scale; at
-    ``factor=0.5`` a Laplace release claiming eps is really ``2 eps``-DP.
+
+def weaker_noise(factor: float = 0.5, sampler: str = "laplace") -> contextlib.AbstractContextManager[None]:
+    """Noise ``factor`` times too small: the ``sampler`` family's draws scaled by ``factor``.
+
+    ``laplace`` and ``gaussian`` patch the exact integer samplers of the
+    releases (dpstats/privacy/samplers.py: the grid noise is then ``factor``
+    times too small); any other name patches ``noise.<sampler>`` (a
+    floating-point primitive, e.g. ``student_t``). For these zero-centred
+    scale families scaling the draws is scaling the scale; at ``factor=0.5``
+    a Laplace release claiming eps is really ``2 eps``-DP.
     """
+    if sampler in RELEASE_SAMPLERS:
+        return scaled_return(samplers, RELEASE_SAMPLERS[sampler], factor)
     return scaled_return(noise, sampler, factor)
 
 

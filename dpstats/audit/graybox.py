@@ -367,7 +367,8 @@ def _sample_batched(
         active=lambda: forcing.log is not None and len(forcing.log) == index,
         batch_rng=noise_rng,
     )
-    _, log = run_recorded(fit, design, privacy, proxy, forcing=forcing, options=options)
+    with proxy.exact_noise():
+        _, log = run_recorded(fit, design, privacy, proxy, forcing=forcing, options=options)
     release = log[index] if len(log) > index else None
     if release is None or release.name != name:
         raise NotBatchable(f"release {name!r} was not reached in the batched run")

@@ -30,14 +30,16 @@ checks the contract after every stopped run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
 from ..design.matrix import Design
 from ..mechanisms.base import PrivacyRequest, Release
-from ..privacy import noise
+from ..privacy import grid_noise, noise, samplers
 
 CoreMechanism = Callable[..., Release]
 """``fit(design, privacy, rng, **options) -> Release`` (dpstats/mechanisms/base.py)."""
@@ -160,6 +162,39 @@ class BatchingGenerator:
         self._batch = int(batch)
         self._active = active
         self.batched_calls = 0
+
+    @contextlib.contextmanager
+    def exact_noise(self) -> Iterator[None]:
+        """Within the block, the grid mechanisms (dpstats/privacy/grid_noise.py) batch their exact noise too.
+
+        While the audited release is active, ``add_laplace`` and
+        ``add_gaussian`` return ``step * (round(value / step) + Z)`` with Z of
+        shape ``(batch, *value.shape)``: the same exact law as one release, drawn
+        ``batch`` times from the batch generator.
+        """
+        laplace, gaussian = grid_noise.add_laplace, grid_noise.add_gaussian
+
+        def batched(draw: Callable, grid: Callable, single: Callable) -> Callable:
+            def add(rng, value: np.ndarray, sensitivity: float, budget: float, changed: int) -> np.ndarray:
+                if not self._active() or sensitivity == 0.0:
+                    return single(rng, value, sensitivity, budget, changed)
+                self.batched_calls += 1
+                step, size = grid(sensitivity, budget, changed)
+                z = draw(self._batch_rng, size, (self._batch, *value.shape))
+                return (grid_noise.on_grid(value, step) + z.astype(float)) * step
+
+            return add
+
+        patches = (
+            mock.patch.object(
+                grid_noise, "add_laplace", batched(samplers.discrete_laplace, grid_noise.laplace_grid, laplace)
+            ),
+            mock.patch.object(
+                grid_noise, "add_gaussian", batched(samplers.discrete_gaussian, grid_noise.gaussian_grid, gaussian)
+            ),
+        )
+        with patches[0], patches[1]:
+            yield
 
     def __getattr__(self, attribute: str):
         target = getattr(self._rng, attribute)

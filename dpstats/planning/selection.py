@@ -33,8 +33,9 @@ whose noise level and regressor variance are the nearest to the released
 ranges are weighed (those of the noise level alone where no scenario matches
 both). Step 2's rule on biased candidates applies unchanged.
 
-Quantile regression with one design column (an intercept or a slope alone) keeps KNG,
-which samples that density exactly (Reimherr & Awan 2019, section 4.5).
+Quantile regression with an intercept alone (a private quantile) keeps KNG, which
+samples that density exactly, in integer arithmetic (Reimherr & Awan 2019, section 4.5;
+dpstats/mechanisms/kng/exact_quantile.py).
 """
 
 from __future__ import annotations
@@ -82,8 +83,13 @@ def choose(facts: PublicFacts, allowed: Collection[str] | None = None, within: f
     with ``within``, among those predicted to err by at most that on the first regressor in a typical
     scenario (a grouped call's ``target=``: dpstats/groups/auto.py)."""
     allowed = None if allowed is None else frozenset(allowed)
-    if facts.estimator == "quantreg" and facts.slopes + facts.intercept == 1 and (allowed is None or "kng" in allowed):
-        reason = "one design column: KNG samples its density exactly (Reimherr & Awan 2019, section 4.5)"
+    if (
+        facts.estimator == "quantreg"
+        and facts.slopes == 0
+        and facts.intercept
+        and (allowed is None or "kng" in allowed)
+    ):
+        reason = "an intercept alone: KNG samples its density exactly (Reimherr & Awan 2019, section 4.5)"
         return Choice("kng", {}, reason, (), ())
     applicable, refusals = [], []
     for candidate in CANDIDATES:

@@ -27,10 +27,11 @@ from fractions import Fraction
 import numpy as np
 
 from . import samplers
+from .random_bits import RandomBits
+from .weighted_choice import choose_weighted
 
 RATE_BITS = 40
-"""The rate per unit of utility is rounded down to a multiple of 2^-RATE_BITS (2^-40 = MAX_DENOMINATOR)."""
-_DOUBLE_UNIT = 1 << 1074
+"""The rate per unit of utility is rounded down to a multiple of 2^-RATE_BITS."""
 
 
 def exponents(utilities: np.ndarray, eps: float, sensitivity: float) -> tuple[list[int], int]:
@@ -55,17 +56,16 @@ def exponents(utilities: np.ndarray, eps: float, sensitivity: float) -> tuple[li
 def permute_and_flip(rng: np.random.Generator, utilities: np.ndarray, eps: float, sensitivity: float) -> int:
     """Permute-and-flip (McKenna & Sheldon 2020) with exact flips: eps-DP for a utility of sensitivity ``sensitivity``.
 
-    The utilities must be integers (counts, rank distances), so that the flips
-    run vectorised in int64 (dpstats/privacy/samplers.py).
+    The candidates in a uniformly random order (``Generator.permutation``),
+    each kept with probability exp(-gamma_i) (:func:`~dpstats.privacy.samplers.bernoulli_exp`);
+    the first kept is released (the best, gamma = 0, always is).
     """
     nums, den = exponents(utilities, eps, sensitivity)
-    if den > samplers.MAX_DENOMINATOR:
-        raise ValueError("permute_and_flip takes integer utilities (counts, rank distances)")
-    whole = np.array([min(g // den, 1 << 62) for g in nums], dtype=np.int64)
-    frac = np.array([g % den for g in nums], dtype=np.int64)
-    order = rng.permutation(whole.size)
-    kept = samplers.bernoulli_exp_parts(rng, whole[order], frac[order], den)
-    return int(order[int(np.argmax(kept))])  # the best candidate (gamma = 0) is always kept
+    bits = RandomBits(rng)
+    for i in rng.permutation(len(nums)).tolist():
+        if samplers.bernoulli_exp(bits, nums[i], den):
+            return int(i)
+    raise AssertionError("permute_and_flip: the best candidate is always kept")
 
 
 def keep(rng: np.random.Generator, drop: float, eps: float, sensitivity: float) -> bool:
@@ -75,7 +75,7 @@ def keep(rng: np.random.Generator, drop: float, eps: float, sensitivity: float) 
     by :func:`exponential_choice` with integer utilities: the same rate.
     """
     nums, den = exponents(np.array([0.0, -float(drop)]), eps, sensitivity)
-    return bool(samplers.bernoulli_exp_int(rng, nums[1], den))
+    return samplers.bernoulli_exp(RandomBits(rng), nums[1], den)
 
 
 def exponential_choice(
@@ -83,12 +83,12 @@ def exponential_choice(
 ) -> int:
     """The exponential mechanism over candidates (each weighted by ``counts``, 1 by default), sampled exactly."""
     nums, den = exponents(utilities, eps, sensitivity)
-    return samplers.choose_weighted(rng, [1] * len(nums) if counts is None else counts, nums, den)
+    return choose_weighted(RandomBits(rng), [1] * len(nums) if counts is None else counts, nums, den)
 
 
 def exact_lengths(edges: np.ndarray) -> list[int]:
     """The lengths of the intervals between consecutive doubles ``edges``, exactly, in units of 2^-1074."""
-    ticks = [int(Fraction(float(x)) * _DOUBLE_UNIT) for x in np.asarray(edges, dtype=float).tolist()]
+    ticks = [samplers.double_ticks(x) for x in np.asarray(edges, dtype=float).tolist()]
     return [b - a for a, b in itertools.pairwise(ticks)]
 
 
@@ -103,4 +103,4 @@ def interval_point(
     """
     edges = np.asarray(edges, dtype=float)
     i = exponential_choice(rng, utilities, eps, sensitivity, exact_lengths(edges))
-    return samplers.uniform_double(rng, float(edges[i]), float(edges[i + 1]))
+    return samplers.uniform_double(RandomBits(rng), float(edges[i]), float(edges[i + 1]))

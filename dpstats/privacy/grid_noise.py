@@ -32,12 +32,13 @@ contracting map).
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
 import numpy as np
 
-from . import samplers
+from . import samplers, samplers_vectorised
 
 ROUNDING_BITS = 20
 """The grid step is at most 2^-20 of the per-coordinate sensitivity and of the noise scale."""
@@ -50,17 +51,19 @@ def _power_of_two_below(x: float) -> float:
     return math.ldexp(1.0, exponent - 1)
 
 
+@functools.lru_cache(maxsize=1024)
 def laplace_grid(sensitivity: float, eps: float, changed: int) -> tuple[float, int]:
     """The grid step and the integer discrete Laplace scale (in steps) of an eps-DP release (module docstring)."""
     step = _power_of_two_below(min(sensitivity / changed, sensitivity / eps) * 2.0**-ROUNDING_BITS)
     while True:
         units = math.floor(sensitivity / step) + changed
         scale = math.ceil(Fraction(units) / Fraction(eps))
-        if scale <= samplers.MAX_DENOMINATOR:
+        if scale <= samplers_vectorised.MAX_DENOMINATOR:
             return step, max(scale, 1)
         step *= 2.0
 
 
+@functools.lru_cache(maxsize=1024)
 def gaussian_grid(sensitivity: float, rho: float, changed: int) -> tuple[float, int]:
     """The grid step and the integer sigma^2 (in steps^2) of a rho-zCDP release (module docstring)."""
     sigma = sensitivity / math.sqrt(2.0 * rho)
@@ -69,12 +72,12 @@ def gaussian_grid(sensitivity: float, rho: float, changed: int) -> tuple[float, 
     while True:
         units = Fraction(sensitivity / step) + spread
         sigma2 = math.ceil(units**2 / (2 * Fraction(rho)))
-        if math.isqrt(sigma2) + 1 <= samplers.MAX_DENOMINATOR:
+        if math.isqrt(sigma2) + 1 <= samplers_vectorised.MAX_DENOMINATOR:
             return step, sigma2
         step *= 2.0
 
 
-def _on_grid(value: np.ndarray, step: float) -> np.ndarray:
+def on_grid(value: np.ndarray, step: float) -> np.ndarray:
     """round(value / step), exactly, after the public clamp at 2^1000 steps."""
     limit = min(step * _CLAMP_STEPS, np.finfo(float).max)
     return np.rint(np.clip(value, -limit, limit) / step)
@@ -88,7 +91,7 @@ def add_laplace(
         return value.copy()
     step, scale = laplace_grid(sensitivity, eps, changed)
     z = samplers.discrete_laplace(rng, scale, value.shape)
-    return (_on_grid(value, step) + z.astype(float)) * step
+    return (on_grid(value, step) + z.astype(float)) * step
 
 
 def add_gaussian(
@@ -99,4 +102,4 @@ def add_gaussian(
         return value.copy()
     step, sigma2 = gaussian_grid(sensitivity, rho, changed)
     z = samplers.discrete_gaussian(rng, sigma2, value.shape)
-    return (_on_grid(value, step) + z.astype(float)) * step
+    return (on_grid(value, step) + z.astype(float)) * step

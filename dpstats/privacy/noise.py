@@ -359,22 +359,6 @@ def smooth_sensitivity_t_mechanism(
     return noisy if np.ndim(noisy) else float(noisy)
 
 
-def log_space_choice(rng: np.random.Generator, log_weights: np.ndarray, size: int | None = None):
-    """Index ``i`` with probability proportional to ``exp(log_weights[i])``, by the Gumbel-max trick.
-
-    Works on the logarithms only (no exponentiation: no underflow or overflow
-    at any eps); ``-inf`` weights are never chosen. ``size`` independent draws
-    come back as an array, ``size=None`` as one int. At least one weight must
-    be finite (callers check this on their own terms before calling).
-    """
-    scores = np.asarray(log_weights, dtype=float).ravel()
-    if not np.any(np.isfinite(scores)):
-        raise ValueError("log_space_choice needs at least one finite log weight")
-    if size is None:
-        return int(np.argmax(scores + gumbel(rng, scores.shape)))
-    return np.argmax(scores[None, :] + gumbel(rng, (int(size), scores.size)), axis=1)
-
-
 def exponential_mechanism_point_release(
     rng: np.random.Generator,
     sampler: Callable[[np.random.Generator], np.ndarray],

@@ -78,9 +78,13 @@ tests/test_kng.py and replayed on corner neighbours in tests/test_kng_privacy.py
   tau > 1/2 (two rows with ``w = -tau`` and opposite x move it by ``2 tau C_X``);
   tests/test_kng_privacy.py shows the replay flagging that value.
 
-Sampling (dpstats/mechanisms/kng/sampler.py). In one dimension (an intercept
-only, or one regressor through the origin) the density is piecewise
-log-linear and is sampled exactly: the guarantee is Theorem 3.1's eps-DP.
+Sampling (dpstats/mechanisms/kng/sampler.py). A quantile with an intercept
+alone is the exponential mechanism over intervals, sampled exactly in integer
+arithmetic (dpstats/mechanisms/kng/exact_quantile.py): the guarantee is
+Theorem 3.1's eps-DP for the double released, and only this case is
+``proven``. Otherwise, in one dimension (least squares with an intercept
+alone, or one regressor through the origin) the density is piecewise
+log-linear and is drawn from its pieces in floating point (not float-safe).
 Least squares in d >= 2 is sampled exactly by rejection from the untruncated
 K-norm density (the gradient is affine in theta), with a Markov chain only as
 the fallback when the density puts little mass on Theta. Quantile regression
@@ -124,7 +128,7 @@ from ...privacy import noise
 from ...privacy.accounting import PrivacySpent
 from ..base import MechanismSpec, PrivacyRequest, Release, refuse_rho
 from ..quantiles import check_quantile
-from . import inference
+from . import exact_quantile, inference
 from . import quantile_lines as kng_quantile
 from . import sampler as kng_sampler
 
@@ -148,8 +152,7 @@ RADIUS_GROWTH = 0.4
 STEPS_PER_DIMENSION = {"ols": 25, "quantreg": 30}
 
 FLOAT_CAVEAT = (
-    "samplers use numpy floating point (not hardened against Mironov 2012 attacks), and their running time "
-    "depends on the data (rejections, chain fallback): timing is not protected"
+    f"{noise.FLOAT_CAVEAT}; its running time depends on the data (rejections, chain fallback): timing is not protected"
 )
 
 
@@ -351,11 +354,22 @@ def boundary_bias(phi: np.ndarray, B: float, outside: float = 0.0) -> str | None
     )
 
 
-def _caveats(d: int, steps: int, estimator: str) -> tuple[str, ...]:
+def exactly_sampled(design: Design, estimator: str) -> bool:
+    """Whether the draw is exact (float-safe): a quantile with an intercept alone (kng/exact_quantile.py)."""
+    return estimator == "quantreg" and design.n_columns == 1 and design.intercept_index == 0
+
+
+def _caveats(d: int, steps: int, estimator: str, exact: bool) -> tuple[str, ...]:
+    if exact:
+        return (
+            "exact sampler: with an intercept alone the KNG density is the exponential mechanism over the intervals "
+            "between the sorted responses, drawn in integer arithmetic (float-safe), so Theorem 3.1's eps-DP holds "
+            "for the double released",
+        )
     if d == 1:
         return (
-            "exact sampler: in one dimension the KNG density is piecewise log-linear and is drawn exactly "
-            "(Gumbel-max over its pieces, then an inverse CDF), so Theorem 3.1's eps-DP holds as stated",
+            "in one dimension the KNG density is piecewise log-linear and is drawn from its pieces, then an inverse "
+            "CDF, in floating point",
             FLOAT_CAVEAT,
         )
     kernel = (
@@ -375,8 +389,9 @@ def _caveats(d: int, steps: int, estimator: str) -> tuple[str, ...]:
     if estimator == "ols":
         return (
             "exact sampler by rejection: proposals from the untruncated (ridge-regularised) K-norm density, "
-            "accepted with the exact target/proposal ratio, so an accepted draw has the KNG density and Theorem "
-            f"3.1's eps-DP; only if all {kng_sampler.EXACT_TRIES} proposals are rejected (the density puts little "
+            "accepted with the exact target/proposal ratio, so an accepted draw has the KNG density (in real "
+            "arithmetic); only if all "
+            f"{kng_sampler.EXACT_TRIES} proposals are rejected (the density puts little "
             f"mass inside the domain) the draw is {chain}, and then {mcmc}",
             FLOAT_CAVEAT,
         )
@@ -408,6 +423,7 @@ def fit(
     if d == 1:
         steps = 1
     bounds = scale.column_bounds(design)
+    exact = exactly_sampled(design, estimator)
     share = privacy.share(inference.DEFAULT_SHARE[estimator])
     eps = privacy.eps * (1.0 - share)
     B = default_radius(estimator, n, eps, d) if B is None else check_B(B)
@@ -429,6 +445,8 @@ def fit(
         name = f"kng(q={tau:g})"
 
         def draw(r: np.random.Generator) -> np.ndarray:
+            if exact:
+                return exact_quantile.draw(r, target.y, tau, B, eps, delta)
             return kng_sampler.run_chains(r, target, d, B, steps)[0]
 
     probes = kng_sampler.probe_points(d, B)
@@ -446,8 +464,8 @@ def fit(
         notion="pure",
         eps=privacy.eps,
         split=((name, eps), *se_split),
-        caveats=_caveats(d, steps, estimator),
-        proven=d == 1,
+        caveats=_caveats(d, steps, estimator, exact),
+        proven=exact,
     )
     hyper: dict[str, object] = {"norm": norm, "B": B, "steps": steps, "sensitivity": float(f"{delta:.6g}")}
     if tau is not None:

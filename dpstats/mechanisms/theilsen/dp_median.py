@@ -63,6 +63,7 @@ from typing import Protocol
 import numpy as np
 
 from ...privacy import exact_choice, noise
+from ...privacy.random_bits import RandomBits
 from ...privacy.samplers import uniform_double
 from .pair_counting import AllPairsCounter
 
@@ -345,7 +346,7 @@ class RejectionSampler:
         """One draw (module docstring), exact for theta = 0: block, point and acceptance in integer arithmetic."""
         while True:
             k = noise.exponential_choice(rng, -self.d.astype(float), self.eps, self.sensitivity, self.lengths)
-            r = uniform_double(rng, self.ts[k], self.ts[k + 1])
+            r = uniform_double(RandomBits(rng), self.ts[k], self.ts[k + 1])
             dist, new_left, new_right = self._evaluate(r)
             excess = dist - int(self.d[k])
             if excess < 0:

@@ -22,20 +22,17 @@ Here every step is exact (Mironov 2012; notes/FLOAT_SAFETY.md):
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
 from ...privacy import noise
-from ...privacy.samplers import floor_double, uniform_below
+from ...privacy.random_bits import RandomBits
+from ...privacy.samplers import double_ticks, floor_double
 from .depth import max_depth
-
-_UNIT = 1 << 1074
 
 
 def _ticks(P: np.ndarray) -> list[list[int]]:
     """Every order statistic as an exact integer in units of 2^-1074."""
-    return [[int(Fraction(x) * _UNIT) for x in row] for row in np.asarray(P, dtype=float).tolist()]
+    return [[double_ticks(x) for x in row] for row in np.asarray(P, dtype=float).tolist()]
 
 
 def _sides(ticks: list[list[int]], i: int, m: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -81,14 +78,15 @@ def sample_point(rng: np.random.Generator, P: np.ndarray, t: int, beta: float) -
     k = noise.exponential_choice(rng, np.asarray(depths, dtype=float), 2.0 * beta, 1.0, volumes)
     i, j, inner, outer, left, right = pieces[k]
     point = np.empty(d)
+    bits = RandomBits(rng)
     for coord in range(d):
         if coord == j:
-            offset = uniform_below(rng, _length(left) + _length(right))
+            offset = bits.below(_length(left) + _length(right))
             gap, offset = (left, offset) if offset < _length(left) else (right, offset - _length(left))
             point[coord] = floor_double(gap[0] + offset)
         else:
             low, high = (inner if coord < j else outer)[coord]
-            point[coord] = floor_double(low + uniform_below(rng, high - low) if high > low else low)
+            point[coord] = floor_double(low + bits.below(high - low) if high > low else low)
     return point
 
 
