@@ -180,8 +180,7 @@ class BatchingGenerator:
                     return single(rng, value, sensitivity, budget, changed)
                 self.batched_calls += 1
                 step, size = grid(sensitivity, budget, changed)
-                z = draw(self._batch_rng, size, (self._batch, *value.shape))
-                return (grid_noise.on_grid(value, step) + z.astype(float)) * step
+                return grid_noise.released(value, step, draw(self._batch_rng, size, (self._batch, *value.shape)))
 
             return add
 

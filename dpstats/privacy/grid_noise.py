@@ -25,8 +25,9 @@ eps or rho spent is at most the one asked for, and it is the one reported.
 
 The grid is 2^-ROUNDING_BITS of the smaller of the per-coordinate sensitivity
 and the noise scale (so the rounding adds at most that fraction to either),
-coarsened when the scale in grid units would exceed the samplers' integer
-range. Inputs beyond 2^1000 grid steps are clamped there first (a public,
+coarsened while the scale in grid units exceeds the vectorised samplers'
+range (and no further than the sensitivity itself: beyond, a tiny eps keeps
+a huge integer scale, drawn in Python integers). Inputs beyond 2^1000 grid steps are clamped there first (a public,
 contracting map).
 """
 
@@ -58,7 +59,7 @@ def laplace_grid(sensitivity: float, eps: float, changed: int) -> tuple[float, i
     while True:
         units = math.floor(sensitivity / step) + changed
         scale = math.ceil(Fraction(units) / Fraction(eps))
-        if scale <= samplers_vectorised.MAX_DENOMINATOR:
+        if scale <= samplers_vectorised.MAX_DENOMINATOR or units == changed:  # coarser steps cannot lower it
             return step, max(scale, 1)
         step *= 2.0
 
@@ -72,7 +73,7 @@ def gaussian_grid(sensitivity: float, rho: float, changed: int) -> tuple[float, 
     while True:
         units = Fraction(sensitivity / step) + spread
         sigma2 = math.ceil(units**2 / (2 * Fraction(rho)))
-        if math.isqrt(sigma2) + 1 <= samplers_vectorised.MAX_DENOMINATOR:
+        if math.isqrt(sigma2) + 1 <= samplers_vectorised.MAX_DENOMINATOR or step > sensitivity:
             return step, sigma2
         step *= 2.0
 
@@ -83,6 +84,20 @@ def on_grid(value: np.ndarray, step: float) -> np.ndarray:
     return np.rint(np.clip(value, -limit, limit) / step)
 
 
+def released(value: np.ndarray, step: float, z: np.ndarray) -> np.ndarray:
+    """``step * (round(value / step) + z)`` as doubles, each the correctly rounded value of an exact integer.
+
+    With int64 noise below 2^53 the float sum of two exactly representable
+    integers is that rounding; noise of a larger scale (an object array of
+    Python integers) is summed in Python integers first.
+    """
+    grid = on_grid(value, step)
+    if z.dtype != object:
+        return (grid + z.astype(float)) * step
+    exact = [float(int(g) + int(k)) for g, k in zip(grid.ravel().tolist(), z.ravel().tolist(), strict=True)]
+    return np.array(exact, dtype=float).reshape(np.shape(value)) * step
+
+
 def add_laplace(
     rng: np.random.Generator, value: np.ndarray, sensitivity: float, eps: float, changed: int
 ) -> np.ndarray:
@@ -90,8 +105,7 @@ def add_laplace(
     if sensitivity == 0.0:
         return value.copy()
     step, scale = laplace_grid(sensitivity, eps, changed)
-    z = samplers.discrete_laplace(rng, scale, value.shape)
-    return (on_grid(value, step) + z.astype(float)) * step
+    return released(value, step, samplers.discrete_laplace(rng, scale, value.shape))
 
 
 def add_gaussian(
@@ -101,5 +115,4 @@ def add_gaussian(
     if sensitivity == 0.0:
         return value.copy()
     step, sigma2 = gaussian_grid(sensitivity, rho, changed)
-    z = samplers.discrete_gaussian(rng, sigma2, value.shape)
-    return (on_grid(value, step) + z.astype(float)) * step
+    return released(value, step, samplers.discrete_gaussian(rng, sigma2, value.shape))

@@ -76,15 +76,21 @@ def discrete_laplace_one(bits: RandomBits, scale: int) -> int:
 
 
 def discrete_laplace(rng: np.random.Generator, scale: int, size: int | tuple[int, ...]) -> np.ndarray:
-    """Independent discrete Laplace draws (:func:`discrete_laplace_one`) as an int64 array of shape ``size``."""
+    """Independent discrete Laplace draws (:func:`discrete_laplace_one`) as an array of shape ``size``.
+
+    int64 for a scale up to 2^40 (vectorised beyond SCALAR_MAX draws), an object
+    array of Python integers for a larger one (a tiny eps).
+    """
     scale = int(scale)
-    if not 1 <= scale <= samplers_vectorised.MAX_DENOMINATOR:
-        raise ValueError("discrete_laplace needs an integer scale in [1, 2^40]")
+    if scale < 1:
+        raise ValueError("discrete_laplace needs an integer scale >= 1")
     count = int(np.prod(size))
-    if count > SCALAR_MAX:
+    small = scale <= samplers_vectorised.MAX_DENOMINATOR
+    if count > SCALAR_MAX and small:
         return samplers_vectorised.discrete_laplace(rng, scale, count).reshape(size)
     bits = RandomBits(rng)
-    return np.array([discrete_laplace_one(bits, scale) for _ in range(count)], dtype=np.int64).reshape(size)
+    draws = [discrete_laplace_one(bits, scale) for _ in range(count)]
+    return np.array(draws, dtype=np.int64 if small else object).reshape(size)
 
 
 def discrete_gaussian(rng: np.random.Generator, sigma2: int, size: int | tuple[int, ...]) -> np.ndarray:
@@ -108,7 +114,7 @@ def discrete_gaussian(rng: np.random.Generator, sigma2: int, size: int | tuple[i
             if bernoulli_exp(bits, (abs(y) * t - sigma2) ** 2, den):
                 out.append(y)
                 break
-    return np.array(out, dtype=np.int64).reshape(size)
+    return np.array(out, dtype=np.int64 if t <= samplers_vectorised.MAX_DENOMINATOR else object).reshape(size)
 
 
 def floor_double(ticks: int) -> float:
