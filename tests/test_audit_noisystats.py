@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from dpstats.audit import (
     Forcing,
@@ -285,18 +286,18 @@ def test_graybox_correct_noisystats_within_claim(key: str) -> None:
 
 @pytest.mark.slow
 def test_graybox_runs_engine_matches_batched_engine_and_is_within_claim() -> None:
-    """The 'runs' engine (20,000 real runs a side) gives the batched engine's samples for the first release.
+    """The 'runs' engine (20,000 real runs a side) gives samples of the batched engine's law for the first release.
 
-    Both engines draw the first release's noise from the same per-side
-    stream, so the samples agree exactly (deterministic); the audit's false
-    failure is <= 1e-6.
+    The runs draw one exact release at a time (dpstats/privacy/samplers.py), the batch draws them vectorised:
+    the same exact law from differently consumed streams, so a two-sample KS test accepts (false failure 1e-6
+    per side); the audit's false failure is <= 1e-6.
     """
     _, pair, _ = SCALAR_AUDITS["ncov(x, y)"]
     batched = collect_graybox_samples(FIT, pair, PRIVACY, "ncov(x, y)", runs=20_000, seed=5, engine="batched")
     runs = collect_graybox_samples(FIT, pair, PRIVACY, "ncov(x, y)", runs=20_000, seed=5, engine="runs")
     assert (batched.engine, runs.engine) == ("batched", "runs")
-    np.testing.assert_allclose(runs.noisy_d, batched.noisy_d, rtol=1e-12)
-    np.testing.assert_allclose(runs.noisy_dp, batched.noisy_dp, rtol=1e-12)
+    for ours, theirs in ((runs.noisy_d, batched.noisy_d), (runs.noisy_dp, batched.noisy_dp)):
+        assert stats.ks_2samp(np.ravel(ours), np.ravel(theirs)).pvalue > ALPHA
     bound = eps_lower_bound(*runs.projected(), alpha=ALPHA)
     assert bound.eps_lb <= runs.eps, bound
 

@@ -149,9 +149,8 @@ def test_least_squares_equals_ols(formula, bounds, levels, engel, grunfeld_firms
     for seed in range(3):
         res = dpstats.dp_ols(formula, data, eps=EPS, bounds=bounds, levels=levels, method="kng", random_state=seed)
         assert res.hyperparameters["B"] > 7.0 and res.bias is None  # 8.41 (engel), 7.58 (40 rows of grunfeld)
-        np.testing.assert_allclose(
-            res.params.to_numpy(), reference, rtol=5e-6
-        )  # the draw at eps = 1e9 deviates by about 1e-6 relative
+        # the draw at eps = 1e9 deviates by about 1e-7 of the response's declared range (2,000 or 2,500)
+        np.testing.assert_allclose(res.params.to_numpy(), reference, rtol=1e-6, atol=1e-3)
 
 
 def test_least_squares_outside_the_domain_lands_on_its_boundary(engel: pd.DataFrame) -> None:

@@ -125,8 +125,9 @@ def floor_double(ticks: int) -> float:
 
 
 def double_ticks(x: float) -> int:
-    """The double ``x`` as an exact integer in units of 2^-1074."""
-    return int(Fraction(x) * (1 << 1074))
+    """The double ``x`` as an exact integer in units of 2^-1074 (its ratio's denominator is a power of two)."""
+    numerator, denominator = float(x).as_integer_ratio()
+    return numerator << (1075 - denominator.bit_length())
 
 
 def uniform_double(bits: RandomBits, low: float, high: float) -> float:

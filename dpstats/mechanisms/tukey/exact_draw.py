@@ -66,13 +66,16 @@ def sample_point(rng: np.random.Generator, P: np.ndarray, t: int, beta: float) -
     pieces, volumes, depths = [], [], []
     for i in range(t, max_depth(m) + 1):
         inner, outer = _sides(ticks, i, m)
+        before = [1]  # products of the depth > i sides before coordinate j
+        for side in inner[:-1]:
+            before.append(before[-1] * _length(side))
+        after = [1]  # products of the depth >= i sides after coordinate j (built from the end)
+        for side in outer[:0:-1]:
+            after.append(after[-1] * _length(side))
         for j in range(d):
             left, right = _gaps(ticks[j], i, m)
-            volume = _length(left) + _length(right)
-            for side in inner[:j] + outer[j + 1 :]:
-                volume *= _length(side)
             pieces.append((i, j, inner, outer, left, right))
-            volumes.append(volume)
+            volumes.append(before[j] * (_length(left) + _length(right)) * after[d - 1 - j])
             depths.append(i)
     # utility i, sensitivity 1, rate beta = eps / (2 * 1) with eps = 2 beta
     k = noise.exponential_choice(rng, np.asarray(depths, dtype=float), 2.0 * beta, 1.0, volumes)
