@@ -33,9 +33,10 @@ carry ``le(t - theta)`` and ``lt(t + theta)``. For r in (t_k, t_{k+1}),
 so dist(r) >= d_k := dist of the hull [le(t_k - theta), lt(t_{k+1} + theta)]:
 the step function g(r) = exp(-eps/(2L) d_k) is an envelope of the target
 density f. Each round picks block k with probability proportional to
-``(t_{k+1} - t_k) g_k`` (Gumbel-max in log space: no underflow at any eps),
-draws r uniformly in it, and accepts with probability f(r)/g(r) =
-exp(-eps/(2L) (dist(r) - d_k)). On rejection r becomes a knot. Given the
+``(t_{k+1} - t_k) g_k`` (exactly: lengths in units of 2^-1074, exponents
+rational; dpstats/privacy/exact_choice.py), draws r uniformly in it (a uniform
+real rounded down to a double), and accepts with probability f(r)/g(r) =
+exp(-eps/(2L) (dist(r) - d_k)) (an exact Bernoulli). On rejection r becomes a knot. Given the
 history, an accepted r has density proportional to g(r) f(r)/g(r) = f(r), so
 the output is distributed exactly as the mechanism prescribes (adaptive
 rejection sampling, Gilks & Wild 1992: the envelope changes only after
@@ -47,12 +48,15 @@ Only ``lt``/``le`` counts are needed, from an *oracle*: a sorted array
 all-pairs median never lists its n(n - 1)/2 estimates.
 
 Small problems. For a sorted oracle of at most ``DIRECT_MAX`` estimates
-:func:`exponential_median` runs Algorithm 3/4 literally instead (Gumbel-max
-over all N + 1 intervals of :func:`interval_distribution`): the same law.
+:func:`exponential_median` runs Algorithm 3/4 literally instead (an exact
+choice over all N + 1 intervals of :func:`interval_distribution`): the same law.
 
-Floating point. Outputs are floats, like the uniform draws they come from: a
-block holding no float strictly inside (narrower than one ulp) is returned
-without refinement. This is the usual float caveat of samplers (noise.py).
+Floating point (Mironov 2012). With theta = 0 both samplers are exact for the
+doubles released: the output is a uniform real rounded down to a double, and
+no estimate (a double) lies strictly between it and the next double, so the
+density there is dist just right of it (:meth:`RejectionSampler._evaluate`).
+With theta > 0 the breakpoints z +- theta are computed in floating point: that
+release says it is not float-safe (dpstats/mechanisms/theilsen/mechanism.py).
 """
 
 from __future__ import annotations
@@ -264,7 +268,7 @@ def exponential_median(
 ) -> float:
     """One draw of the (widened) exponential-mechanism median (module docstring); exact.
 
-    ``method="direct"`` is Algorithm 3/4 literally (Gumbel-max over all N + 1
+    ``method="direct"`` is Algorithm 3/4 literally (an exact choice over all N + 1
     intervals, :func:`interval_distribution`; needs a :class:`SortedOracle`),
     ``"rejection"`` the adaptive rejection sampler; ``"auto"`` takes the
     direct one for a sorted oracle of at most ``DIRECT_MAX`` estimates.

@@ -47,9 +47,10 @@ Medians (option ``median``; :mod:`.dp_median`, :mod:`.grid_median`,
   s = 2 sqrt(df) ((eps/2) - t (df + 1))/(df + 1) (Lemma 21). No division by L:
   S already accounts for the L estimates one row moves.
 
-Both exponential medians are sampled exactly. Up to 65,536 estimates (k
+Both exponential medians are sampled exactly (in integer arithmetic, float-safe
+with theta = 0). Up to 65,536 estimates (k
 matchings, or all pairs for n <= 181) they are listed and Algorithm 3/4 runs
-literally (Gumbel-max over every interval); beyond, an adaptive rejection
+literally (an exact choice over every interval); beyond, an adaptive rejection
 sampler needs only counts of estimates below a threshold. For all pairs with
 more than 16,384 pairs those counts come from an O(n log n) exact counting
 engine (:mod:`.pair_counting`) that never lists the n(n - 1)/2 estimates, so
