@@ -32,6 +32,7 @@ from .weighted_choice import choose_weighted
 
 RATE_BITS = 40
 """The rate per unit of utility is rounded down to a multiple of 2^-RATE_BITS."""
+_FAST_SHIFTS = 8
 
 
 def exponents(utilities: np.ndarray, eps: float, sensitivity: float) -> tuple[list[int], int]:
@@ -44,9 +45,11 @@ def exponents(utilities: np.ndarray, eps: float, sensitivity: float) -> tuple[li
     """
     u = np.asarray(utilities, dtype=float).ravel()
     coefficient = int(Fraction(eps) / (2 * Fraction(sensitivity)) * 2**RATE_BITS)  # floor: the rate rounded down
-    if np.all(u == np.rint(u)) and np.all(np.abs(u) < 2.0**52):
-        gaps = (u.max() - u).astype(np.int64).tolist()  # exact: integers below 2^53
-        return [coefficient * g for g in gaps], 1 << RATE_BITS
+    for shift in range(_FAST_SHIFTS):  # utilities that are integers once scaled by 2^shift (counts, half-counts)
+        scaled = u * float(1 << shift)  # exact: a power of two
+        if np.all(scaled == np.rint(scaled)) and np.all(np.abs(scaled) < 2.0**52):
+            gaps = (scaled.max() - scaled).astype(np.int64).tolist()  # exact: integers below 2^53
+            return [coefficient * g for g in gaps], 1 << (RATE_BITS + shift)
     exact = [Fraction(x) for x in u.tolist()]
     top = max(exact)
     shift = max((top - x).denominator for x in exact).bit_length() - 1  # dyadic: powers of two

@@ -16,14 +16,21 @@ MAX_DENOMINATOR = 1 << 40
 """The largest integer scale (and denominator) the samplers take."""
 
 
-def _bernoulli_exp_fraction(rng: np.random.Generator, num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """Bernoulli(exp(-num/den)) for 0 <= num <= den: K = 1; while Bernoulli(gamma / K): K += 1; K odd."""
+def _bernoulli_exp_fraction(rng: np.random.Generator, num: np.ndarray, den: int) -> np.ndarray:
+    """Bernoulli(exp(-num/den)) for 0 <= num <= den: K = 1; while Bernoulli(gamma / K): K += 1; K odd.
+
+    Every pending entry shares its K in a round (they all start at 1 and each
+    round keeps only those that go on), so a round is one bounded draw below
+    ``den * K`` with a scalar bound (numpy's fast path).
+    """
     k = np.ones(num.size, dtype=np.int64)
     pending = np.arange(num.size)
+    rounds = 1
     while pending.size:
-        going = rng.integers(0, den[pending] * k[pending]) < num[pending]  # Bernoulli(gamma / K)
+        going = rng.integers(0, den * rounds, pending.size) < num[pending]  # Bernoulli(gamma / K)
         k[pending[going]] += 1
         pending = pending[going]
+        rounds += 1
     return (k % 2) == 1
 
 
@@ -32,8 +39,7 @@ def _geometric_exp1(rng: np.random.Generator, count: int) -> np.ndarray:
     v = np.zeros(count, dtype=np.int64)
     pending = np.arange(count)
     while pending.size:
-        ones = np.ones(pending.size, dtype=np.int64)
-        ok = _bernoulli_exp_fraction(rng, ones, ones)
+        ok = _bernoulli_exp_fraction(rng, np.ones(pending.size, dtype=np.int64), 1)
         v[pending[ok]] += 1
         pending = pending[ok]
     return v
@@ -46,7 +52,7 @@ def discrete_laplace(rng: np.random.Generator, scale: int, count: int) -> np.nda
     pending = np.arange(count)
     while pending.size:
         u = rng.integers(0, t, pending.size)
-        keep = _bernoulli_exp_fraction(rng, u, np.full(pending.size, t))
+        keep = _bernoulli_exp_fraction(rng, u, int(t))
         u, slots = u[keep], pending[keep]
         magnitude = u + t * _geometric_exp1(rng, slots.size)
         negative = rng.integers(0, 2, slots.size) == 1
