@@ -38,6 +38,8 @@ from fractions import Fraction
 import numpy as np
 from scipy import stats
 
+from ..privacy.noise import make_rng
+
 GRID_BITS = 53
 """numpy's ``next_double`` (and Python's ``random.random``) return ``k / 2^53``."""
 GRID = 2.0**-GRID_BITS
@@ -322,7 +324,7 @@ def distinguishing_attack(
         raise ValueError("releases must be a positive even number (half from each side)")
     if not scale > 0:
         raise ValueError("scale must be positive")
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     sides = rng.permutation(np.repeat([0, 1], releases // 2))
     correct = decisive = decisive_correct = 0
     for side in sides.tolist():
@@ -407,7 +409,7 @@ def interval_attack(
     A release in the uniform image of exactly one side's interval is guessed to come from that side; any
     other is a fair coin (seeded).
     """
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     sides = rng.permutation(np.repeat([0, 1], releases // 2))
     correct = decisive = decisive_correct = 0
     for side in sides.tolist():
