@@ -16,7 +16,8 @@ exp in floating point; Ilvento 2020 and notes/FLOAT_SAFETY.md for why).
 * :func:`interval_point`: the exponential mechanism on the real line with a
   piecewise-constant utility (Alabi et al. 2022, Algorithm 3): an interval
   chosen with weight length x exp(-gamma), its lengths exact integers in
-  units of 2^-1074, then a uniform real in it rounded down to a double.
+  their common unit (a power of two), then a uniform real in it rounded
+  down to a double.
 """
 
 from __future__ import annotations
@@ -90,7 +91,11 @@ def exponential_choice(
 
 
 def exact_lengths(edges: np.ndarray) -> list[int]:
-    """The lengths of the intervals between consecutive doubles ``edges``, exactly, in units of 2^-1074."""
+    """The lengths of the intervals between consecutive doubles ``edges``, exactly, in units of 2^-1074.
+
+    One fixed unit, so that lengths computed apart (a rejection sampler's
+    blocks, split as knots are added) can be weighed together.
+    """
     ticks = [samplers.double_ticks(x) for x in np.asarray(edges, dtype=float).tolist()]
     return [b - a for a, b in itertools.pairwise(ticks)]
 
@@ -102,8 +107,9 @@ def interval_point(
 
     Exact (module docstring): the interval by :func:`exponential_choice`
     weighted by its exact length, then a uniform real in it rounded down to
-    a double (:func:`~dpstats.privacy.samplers.uniform_double`).
+    a double (:func:`~dpstats.privacy.samplers.uniform_floor_double`).
     """
-    edges = np.asarray(edges, dtype=float)
-    i = exponential_choice(rng, utilities, eps, sensitivity, exact_lengths(edges))
-    return samplers.uniform_double(RandomBits(rng), float(edges[i]), float(edges[i + 1]))
+    ticks, unit = samplers.common_ticks(np.asarray(edges, dtype=float).tolist())
+    lengths = [b - a for a, b in itertools.pairwise(ticks)]
+    i = exponential_choice(rng, utilities, eps, sensitivity, lengths)
+    return samplers.uniform_floor_double(RandomBits(rng), ticks[i], lengths[i], unit)

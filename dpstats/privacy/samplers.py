@@ -130,6 +130,30 @@ def double_ticks(x: float) -> int:
     return numerator << (1075 - denominator.bit_length())
 
 
+def common_ticks(values: list[float]) -> tuple[list[int], int]:
+    """Integers t_i and one exponent u with ``values[i] = t_i * 2^-u`` exactly (u as small as they allow).
+
+    Every double is an odd integer times a power of two, so the finest of
+    their powers is a unit all of them are exact multiples of; lengths and
+    volumes in that unit are much smaller integers than in units of 2^-1074.
+    """
+    ratios = [float(x).as_integer_ratio() for x in values]
+    unit = max(den.bit_length() - 1 for _, den in ratios)
+    return [num << (unit - (den.bit_length() - 1)) for num, den in ratios], unit
+
+
+def uniform_floor_double(bits: RandomBits, low: int, width: int, unit: int) -> float:
+    """A uniform real on ``[low, low + width) * 2^-unit`` (integers, width >= 1) rounded down to a double, exactly.
+
+    The real's tick in units of 2^-unit is uniform; its position inside that
+    tick, in units of 2^-1074 (the spacing of the smallest doubles), is
+    uniform too, so the double below is that of an exactly uniform draw.
+    """
+    tick = low + bits.below(width)
+    fine = 1074 - unit  # >= 0: no double needs a finer unit than 2^-1074
+    return floor_double((tick << fine) + bits.below(1 << fine))
+
+
 def uniform_double(bits: RandomBits, low: float, high: float) -> float:
     """A uniform real on [low, high) rounded down to a double, exactly (low < high finite doubles).
 

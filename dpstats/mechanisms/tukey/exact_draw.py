@@ -10,7 +10,8 @@ gaps together, coordinates after j on the depth ``>= i`` side.
 Here every step is exact (Mironov 2012; notes/FLOAT_SAFETY.md):
 
 * every side length is the exact difference of two doubles, an integer in
-  units of 2^-1074, and a piece's volume is the exact product of its sides;
+  the models' common unit (a power of two), and a piece's volume is the
+  exact product of its sides;
 * the piece is chosen by :func:`~dpstats.privacy.noise.exponential_choice`
   with those volumes as counts and utility ``i`` (the depth; the exponent's
   rate ``beta`` is rounded down, so the eps spent is at most the one reported);
@@ -26,13 +27,15 @@ import numpy as np
 
 from ...privacy import noise
 from ...privacy.random_bits import RandomBits
-from ...privacy.samplers import double_ticks, floor_double
+from ...privacy.samplers import common_ticks, uniform_floor_double
 from .depth import max_depth
 
 
-def _ticks(P: np.ndarray) -> list[list[int]]:
-    """Every order statistic as an exact integer in units of 2^-1074."""
-    return [[double_ticks(x) for x in row] for row in np.asarray(P, dtype=float).tolist()]
+def _ticks(P: np.ndarray) -> tuple[list[list[int]], int]:
+    """Every order statistic as an exact integer in the models' common unit 2^-unit, and that unit."""
+    d, m = P.shape
+    flat, unit = common_ticks(np.asarray(P, dtype=float).ravel().tolist())
+    return [flat[j * m : (j + 1) * m] for j in range(d)], unit
 
 
 def _sides(ticks: list[list[int]], i: int, m: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -62,7 +65,7 @@ def sample_point(rng: np.random.Generator, P: np.ndarray, t: int, beta: float) -
     :func:`~dpstats.mechanisms.tukey.depth.restricted_mass_is_positive`).
     """
     d, m = P.shape
-    ticks = _ticks(P)
+    ticks, unit = _ticks(P)
     pieces, volumes, depths = [], [], []
     for i in range(t, max_depth(m) + 1):
         inner, outer = _sides(ticks, i, m)
@@ -86,10 +89,10 @@ def sample_point(rng: np.random.Generator, P: np.ndarray, t: int, beta: float) -
         if coord == j:
             offset = bits.below(_length(left) + _length(right))
             gap, offset = (left, offset) if offset < _length(left) else (right, offset - _length(left))
-            point[coord] = floor_double(gap[0] + offset)
+            point[coord] = uniform_floor_double(bits, gap[0] + offset, 1, unit)
         else:
             low, high = (inner if coord < j else outer)[coord]
-            point[coord] = floor_double(low + bits.below(high - low) if high > low else low)
+            point[coord] = uniform_floor_double(bits, low, high - low, unit)  # a chosen piece has no empty side
     return point
 
 
