@@ -409,6 +409,7 @@ def build_design(
     missing: str = "impute",
     min_rows: int = 2,
     integers: Sequence[str] | None = None,
+    binary: bool = False,
 ) -> tuple[Design, FormulaSpec]:
     """Build the clipped :class:`Design` of ``formula`` on ``data`` (module docstring).
 
@@ -417,7 +418,7 @@ def build_design(
     design of one partition of a Dask DataFrame, or of its empty ``_meta``
     (dpstats/distributed/dask_design.py). ``integers``: declared whole-valued
     variables (:func:`~dpstats.frontend.metadata.check_integers`), kept on
-    their own scale.
+    their own scale. ``binary=True`` is for a binary-response model (:func:`binary_response`).
     """
     data = check_data(data, min_rows)
     missing = check_missing(missing)
@@ -426,17 +427,23 @@ def build_design(
     lhs_vars, rhs_vars, levels = admitted_variables(formula, data.columns, levels)
     variables = lhs_vars + [v for v in rhs_vars if v not in lhs_vars]
 
+    if binary:
+        bounds = {**{v: BINARY_BOUNDS for v in lhs_vars if v not in bounds and v not in levels}, **bounds}
     schema = tuple((name, bounds.get(name), levels.get(name)) for name in variables)
     y_info, x_info = _design_infos(formula, schema)
     _check_declared_categories(x_info, levels, variables)
-    if len(y_info.column_names) != 1:
+    y_column = _true_column(y_info) if binary else 0
+    if y_column is None:
         raise ValueError("the response must be a single numeric column")
     if not x_info.column_names:
         raise ValueError("the formula has no regressors (not even an intercept)")
     y_bounds, x_bounds = _derived_bounds(y_info, x_info, bounds) if need_bounds else (None, None)
+    if binary:
+        y_bounds = BINARY_BOUNDS
 
     frame = prepare_frame(data, variables, bounds, levels, missing)
     y_raw, X = _evaluate([y_info, x_info], frame)
+    y_raw = y_raw[:, [y_column]]
     y = _finite(y_raw, None if y_bounds is None else np.array([y_bounds]), y_info.column_names, missing)[:, 0]
     X = _finite(X, x_bounds, x_info.column_names, missing)
 
@@ -447,7 +454,7 @@ def build_design(
     design = Design(
         y=y,
         X=X,
-        y_name=y_info.column_names[0],
+        y_name=_response_name(y_info, y_column),
         term_names=tuple(x_info.column_names),
         y_bounds=y_bounds,
         x_bounds=x_bounds,
@@ -470,6 +477,27 @@ def build_design(
         term_names=tuple(x_info.column_names),
     )
     return design, spec
+
+
+BINARY_BOUNDS = (0.0, 1.0)
+"""The response's range in a binary-response model: a 0/1 outcome or a fractional one, clipped row-wise."""
+
+
+def _true_column(y_info) -> int | None:
+    """The response's column: its only one, or the ``[True]`` column of a comparison (``I(kids > 0)``), which
+    patsy codes as a two-level categorical; None for anything else."""
+    names = y_info.column_names
+    if len(names) == 1:
+        return 0
+    if len(names) == 2 and names[0].endswith("[False]") and names[1].endswith("[True]"):
+        return 1
+    return None
+
+
+def _response_name(y_info, column: int) -> str:
+    """The response's name, without the ``[True]`` of a comparison."""
+    name = y_info.column_names[column]
+    return name.removesuffix("[True]") if column else name
 
 
 def design_for_new_data(spec: FormulaSpec, newdata: pd.DataFrame) -> np.ndarray:
