@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "privacy": 0,
     "design": 0,
     "uncertainty": 0,
+    "glm": 0,
     "former_modules": 0,
     # 1: the mechanisms (a Design, a PrivacyRequest and a generator in, a Release out)
     "mechanisms": 1,
