@@ -1,7 +1,7 @@
 """dpstats: differentially private regression for applied economists.
 
 ``dp_ols("y ~ x", data, eps=1, bounds={...})`` and ``dp_quantreg("y ~ x", data,
-q=0.5, eps=1, bounds={...})`` return a results object with statsmodels names,
+q=0.5, eps=1, bounds={...})``, ``dp_logit`` and ``dp_probit`` return a results object with statsmodels names,
 broom-style frames, summaries and the privacy spent; ``PrivacyBudget`` tracks
 a project's spending across calls (``budget=``).
 Submodules load on first use, so ``import dpstats`` stays fast.
@@ -21,6 +21,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "dp_ols": "dpstats.api.estimators",
     "dp_quantreg": "dpstats.api.estimators",
+    "dp_logit": "dpstats.api.binary",
+    "dp_probit": "dpstats.api.binary",
     "DPQuantileFits": "dpstats.results.quantile_fits",
     "noisy_histogram": "dpstats.api.histogram_release",
     "inspect": "dpstats.frontend.curator",

@@ -13,11 +13,13 @@ from ..distributed.by_group import fit_by_group as fit_dask_by_group
 from ..distributed.dask_design import dask_design, is_dask, supported
 from ..frontend.formula import build_design, check_data
 from ..frontend.metadata import check_bounds
+from ..glm.links import LINKS
 from ..groups.fit import fit_by_group
 from ..groups.grouped_results import DPGroupedResults
 from ..groups.partition import declare_groups
 from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
 from ..mechanisms.quantiles import check_quantiles
+from ..planning.binary_choice import choose_binary
 from ..planning.facts import PublicFacts
 from ..planning.refusal import PlannedCall, check_target
 from ..planning.selection import choose
@@ -26,6 +28,7 @@ from ..privacy.budget import Accountant, check_accountant, requested_spend
 from ..privacy.noise import RandomState, make_rng
 from ..results.quantile_fits import DPQuantileFits
 from ..results.regression import DPRegressionResults
+from .binary_release import binary_release
 from .unit_calls import check_unit_plan, unit_methods, unit_release
 
 
@@ -333,6 +336,7 @@ class _Plan:
     target: float | None = None
     integers: Sequence[str] | str | None = None  # declared whole-valued variables (checked by build_design)
     unit: tuple[str, int] | None = None  # the privacy unit's column and max_rows (dpstats/design/units.py)
+    margins_share: float = 0.0  # a binary fit's part of eps for its marginal effects (dpstats/api/binary_release.py)
 
 
 def _plan(
@@ -455,6 +459,7 @@ def _fit(
     privacy, spec, hyper, reason, note, units = plan.privacy, plan.spec, plan.hyper, None, None, None
     rng = make_rng(random_state)
     dask = is_dask(data)
+    binary = estimator in LINKS
     allowed = frozenset(supported(estimator)) if dask else unit_methods(plan.unit)
     if not dask:
         data = check_data(data)
@@ -467,12 +472,14 @@ def _fit(
         note = _plan_note(estimator, formula, design.n, list(data.columns), plan, bounds, levels, None, allowed)
     else:
         design, formula_spec = build_design(
-            formula, data, bounds, levels, need_bounds=plan.need_bounds, missing=missing, integers=plan.integers
-        )
+            formula, data, bounds, levels, need_bounds=plan.need_bounds or binary, missing=missing,
+            integers=plan.integers, binary=binary,
+        )  # fmt: skip
     if units is not None:
         design = replace(design, units=units)
     if spec is None:
-        choice = choose(PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share), allowed)
+        facts = PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share)
+        choice = choose_binary(facts, allowed) if binary else choose(facts, allowed)
         reason = choice.reason
         spec = get_mechanism(choice.method, estimator)
         hyper = spec.check_options(choice.options)
@@ -481,7 +488,11 @@ def _fit(
         spec.check_privacy(privacy, hyper)
     spec.check_design(design)
     quantile = {} if q is None else {"q": q}  # quantile regression: the mechanism's fit gets q
-    release = unit_release(spec, design, privacy, rng, {**hyper, **quantile})
+    at_fit = None
+    if binary:
+        release, at_fit = binary_release(spec, design, privacy, rng, hyper, estimator, plan.margins_share)
+    else:
+        release = unit_release(spec, design, privacy, rng, {**hyper, **quantile})
     return DPRegressionResults.from_release(
         release,
         estimator=estimator,
@@ -495,6 +506,7 @@ def _fit(
         hyperparameters=hyper,
         method_reason=reason,
         plan_note=note,
+        at_fit=at_fit,
     )
 
 
@@ -513,9 +525,9 @@ def _plan_note(
     auto choosing among ``allowed`` (None: every mechanism; the unit-native ones with ``unit=``; those that run
     on a Dask DataFrame there, whose rows are counted first): ``method="auto"`` raises on a negative one unless
     forced; otherwise it goes into the result's status. A mechanism that needs no bounds, or a budget given as
-    rho, has no prediction to judge."""
+    rho, has no prediction to judge, nor yet a binary-response model (dpstats/planning/binary_choice.py)."""
     request = plan.privacy
-    if request.eps is None or not plan.need_bounds:
+    if request.eps is None or not plan.need_bounds or estimator in LINKS:
         return None
     unit_rows = 1 if plan.unit is None else plan.unit[1]
     call = PlannedCall(

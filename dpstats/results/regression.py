@@ -14,11 +14,14 @@ import numpy as np
 import pandas as pd
 
 from ..frontend.formula import FormulaSpec, design_for_new_data
+from ..glm.at_fit import AtFit
+from ..glm.links import LINKS, get_link
 from ..mechanisms.base import Release
 from ..output.maketables import MakeTablesPlugin
 from ..output.render import Summary
 from ..privacy.accounting import PrivacySpent
 from ..uncertainty.intervals import check_alpha, confidence_intervals, law, pvalues, wald_test, z_statistics
+from .margins import DPMargins
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ class DPRegressionResults(MakeTablesPlugin):
     interval: str = "basic"
     plan_note: str | None = None
     bias: str | None = None
+    at_fit: AtFit | None = field(default=None, repr=False)
+    """A binary fit's released averages at its coefficients (marginal effects), None otherwise."""
 
     # statsmodels names --------------------------------------------------
 
@@ -98,6 +103,7 @@ class DPRegressionResults(MakeTablesPlugin):
         hyperparameters: Mapping[str, object] | None = None,
         method_reason: str | None = None,
         plan_note: str | None = None,
+        at_fit: AtFit | None = None,
     ) -> DPRegressionResults:
         """The one way a result is made: from a mechanism's release and the call's public facts."""
         return cls(
@@ -122,6 +128,7 @@ class DPRegressionResults(MakeTablesPlugin):
             interval=release.interval,
             plan_note=plan_note,
             bias=None if release.failed else release.bias,
+            at_fit=at_fit,
         )
 
     @property
@@ -231,11 +238,35 @@ class DPRegressionResults(MakeTablesPlugin):
         """The model formula."""
         return self.spec.formula
 
-    def predict(self, newdata: pd.DataFrame | Mapping) -> pd.Series:
-        """Predictions at the rows of ``newdata`` (public data; post-processing)."""
+    @property
+    def link(self) -> str | None:
+        """A binary-response fit's link ("logit" or "probit"), None for least squares and quantiles."""
+        return self.estimator if self.estimator in LINKS else None
+
+    def predict(self, newdata: pd.DataFrame | Mapping, which: str = "mean") -> pd.Series:
+        """Predictions at the rows of ``newdata`` (public data; post-processing): the fitted value, which for a
+        binary-response fit is the probability ``F(x'theta)`` (``which="mean"``, statsmodels' default) or the
+        linear index ``x'theta`` (``which="linear"``)."""
+        if which not in ("mean", "linear"):
+            raise ValueError("which must be 'mean' or 'linear'")
         X = design_for_new_data(self.spec, newdata)
         index = newdata.index if isinstance(newdata, pd.DataFrame) else None
-        return pd.Series(X @ self._params, index=index, name="predicted")
+        fitted = X @ self._params
+        if self.link is not None and which == "mean":
+            fitted = get_link(self.link).mean(fitted)
+        return pd.Series(fitted, index=index, name="predicted")
+
+    def get_margeff(self, at: str = "overall", method: str = "dydx") -> DPMargins:
+        """Average marginal effects with delta-method standard errors (dpstats/results/margins.py), as
+        statsmodels' ``get_margeff(at="overall", method="dydx")``; post-processing of the fit's release and of
+        its averages at the coefficients, released with ``margins_share`` of the call's eps."""
+        if self.link is None:
+            raise ValueError("marginal effects are for dp_logit and dp_probit fits")
+        if (at, method) != ("overall", "dydx"):
+            raise ValueError("dpstats releases the average marginal effects: at='overall', method='dydx'")
+        if self.at_fit is None:
+            raise ValueError("this fit spent nothing on marginal effects (margins_share=0)")
+        return DPMargins.of(self.link, self.term_names, self._params, self._cov, self.at_fit)
 
     # broom names --------------------------------------------------------
 
@@ -322,6 +353,7 @@ class DPRegressionResults(MakeTablesPlugin):
             "hyperparameters": dict(self.hyperparameters),
             "bounds": {k: list(v) for k, v in self.declared_bounds.items()},
             "levels": {k: list(v) for k, v in self.spec.levels.items()},
+            "margins": None if self.at_fit is None else _margins_dict(self),
         }
 
     def __str__(self) -> str:
@@ -336,7 +368,22 @@ class DPRegressionResults(MakeTablesPlugin):
 # --------------------------------------------------------------------------
 
 
-TITLES = {"ols": "DP OLS Regression Results", "quantreg": "DP Quantile Regression Results"}
+TITLES = {
+    "ols": "DP OLS Regression Results",
+    "quantreg": "DP Quantile Regression Results",
+    "logit": "DP Logit Regression Results",
+    "probit": "DP Probit Regression Results",
+}
+
+
+def _margins_dict(res: DPRegressionResults) -> dict:
+    """The average marginal effects as plain Python (for JSON and for R)."""
+    margins = res.get_margeff()
+    return {
+        "terms": list(margins.terms),
+        "dydx": [float(v) for v in margins.margeff],
+        "se": [float(v) for v in margins.margeff_se],
+    }
 
 
 def _fmt(value: float) -> str:
