@@ -309,10 +309,13 @@ def planned_spend(
     target: float | None = None,
     **options: object,
 ) -> PrivacySpent:
-    """The most a ``dp_ols`` (``estimator="ols"``) or ``dp_quantreg`` call with these public inputs can
-    report: what a :class:`~dpstats.privacy.budget.PrivacyBudget` checks before the call reads any data."""
-    if estimator not in ("ols", "quantreg"):
-        raise ValueError("estimator must be 'ols' or 'quantreg'")
+    """The most a ``dp_ols`` (``estimator="ols"``), ``dp_quantreg``, ``dp_logit`` or ``dp_probit`` call with
+    these public inputs can report: what a :class:`~dpstats.privacy.budget.PrivacyBudget` checks before the call
+    reads any data (a binary call's ``margins_share`` is part of its eps)."""
+    if estimator not in ("ols", "quantreg", *LINKS):
+        raise ValueError("estimator must be 'ols', 'quantreg', 'logit' or 'probit'")
+    if estimator in LINKS:
+        check_share(options.pop("margins_share", None), "margins_share")
     eps, rho = check_budget(eps, rho)
     request = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
     plan = _plan(estimator, request, method, options, force, target)

@@ -117,7 +117,7 @@ def _estimator(estimator: str, q: float | None) -> str:
         return "OLS"
     if estimator == "quantreg":
         return "Quantile" if q is None else f"Quantile (q = {q:g})"
-    return estimator
+    return {"logit": "Logit", "probit": "Probit"}.get(estimator, estimator)
 
 
 @functools.singledispatch
