@@ -427,8 +427,9 @@ def build_design(
     lhs_vars, rhs_vars, levels = admitted_variables(formula, data.columns, levels)
     variables = lhs_vars + [v for v in rhs_vars if v not in lhs_vars]
 
-    if binary:
-        bounds = {**{v: BINARY_BOUNDS for v in lhs_vars if v not in bounds and v not in levels}, **bounds}
+    if binary:  # a bare response column lives in [0, 1]; a comparison's variable keeps its own declaration
+        bare = formula.split("~", 1)[0].strip()
+        bounds = {**{v: BINARY_BOUNDS for v in lhs_vars if v == bare and v not in bounds and v not in levels}, **bounds}
     schema = tuple((name, bounds.get(name), levels.get(name)) for name in variables)
     y_info, x_info = _design_infos(formula, schema)
     _check_declared_categories(x_info, levels, variables)
