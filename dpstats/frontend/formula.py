@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 import warnings
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 
 import numpy as np
@@ -471,6 +471,8 @@ def build_design(
             integers=tuple(v for v in whole if v in variables),
         ),
     )
+    if binary:
+        design = replace(design, variables=_binary_variables(design, x_info, rhs_vars, bounds, levels, scale, whole))
     spec = FormulaSpec(
         formula=formula,
         rhs=formula.split("~", 1)[1],
@@ -482,6 +484,39 @@ def build_design(
 
 BINARY_BOUNDS = (0.0, 1.0)
 """The response's range in a binary-response model: a 0/1 outcome or a fractional one, clipped row-wise."""
+
+
+def _binary_variables(
+    design: Design,
+    x_info,
+    rhs_vars: list[str],
+    bounds: dict[str, Interval],
+    levels: dict[str, tuple],
+    scale: ModelScale,
+    whole: Sequence[str],
+) -> Variables:
+    """A binary design's variables: the regressors' variables and the response itself as one column in [0, 1]
+    (named as the design's response), whatever expression of other variables it is (``I(wage > 500)``): a
+    mechanism that bins variables bins the outcome, not the variable it was made from."""
+    name = design.y_name
+    frame = design.variables.frame[rhs_vars].assign(**{name: design.y})
+    return Variables(
+        frame=frame,
+        response=(name,),
+        bounds={**{k: v for k, v in scale.bounds(bounds).items() if k in rhs_vars}, name: BINARY_BOUNDS},
+        levels={k: v for k, v in levels.items() if k in rhs_vars},
+        encode=partial(_encode_binary, x_info, rhs_vars, levels, scale, name),
+        response_axis=name,
+        integers=tuple(v for v in whole if v in rhs_vars),
+    )
+
+
+def _encode_binary(
+    x_info, variables: list[str], levels: dict[str, tuple], scale: ModelScale, response: str, rows: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, X)`` of public rows of a binary design's variables (:func:`_binary_variables`)."""
+    (X,) = _evaluate([x_info], prepare_frame(scale.inverse(rows[variables]), variables, {}, levels, "impute"))
+    return rows[response].to_numpy(dtype=float), X
 
 
 def _true_column(y_info) -> int | None:
