@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 
 from .base import MechanismSpec, PrivacyRequest, Release
 
-FAMILIES = ("noisystats", "gradient", "theilsen", "histogram", "kng", "tukey")
+FAMILIES = ("noisystats", "gradient", "theilsen", "histogram", "kng", "tukey", "objective", "newton")
 """The registered mechanism families, each a subpackage that declares its ``SPEC``."""
 
 

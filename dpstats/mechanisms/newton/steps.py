@@ -1,0 +1,97 @@
+"""The noisy Newton iteration on the scaled problem, and what one row moves in each release.
+
+Each step ``t`` releases the score sum ``g = sum_i psi_c(y_i, x_i'theta) x_i`` and (where
+dpstats/mechanisms/newton/mechanism.py asks) the curvature sum ``H = sum_i w(y_i, x_i'theta) x_i x_i'`` at the public
+iterate ``theta`` (the previous step's output), with Laplace noise through
+:func:`dpstats.privacy.noise.laplace_mechanism` (float-safe), and moves
+``theta <- theta + H^{-1} g`` with ``H`` repaired to be positive definite (the earlier
+steps use the Gram bound of every curvature sum, the last the curvature at its
+iterate). ``psi_c`` is the link's score factor clipped to
+``[-c, c]`` (Avella-Medina, Bradshaw & Loh 2023's bounded-influence scores): the
+logit's ``y - F`` is within [-1, 1] already (``c = 1``, no clip); the probit's grows
+with ``|eta|`` and is clipped at ``c = PROBIT_CLIP`` (the estimand moves only where a
+fitted probability is beyond 0.9987 on the wrong side of its row's outcome).
+
+Sensitivity under replace-one neighbours, every scaled entry in [-1, 1]: a row's
+score term moves each coordinate by at most ``2c``; a one-hot block (at most one 1 per
+row) moves by at most ``2c`` in all (the old row's column down, the new row's up):
+``L1 = 2c (columns outside blocks + blocks)``. The curvature ``w`` is in
+``[0, w_max]`` (``w_max`` = 1/4 for the logit, 1 for the probit), so each entry
+``w x_j x_k`` of a row lies in ``[-w_max, w_max]``; on the upper triangle the L1
+sensitivity is ``2 w_max p (p + 1) / 2``. Both bounds hold at every iterate, and
+tests/test_newton.py checks them by brute force over the box's corners.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...glm.links import Link
+from ...privacy import noise
+
+PROBIT_CLIP = 3.0
+CURVATURE_MAX = {"logit": 0.25, "probit": 1.0}
+MAX_STEP = 4.0
+"""The longest step on the scaled problem (in the sup norm): a noisy early step cannot throw the iterate away."""
+
+
+def score_clip(link: Link) -> float:
+    """``c``: the bound on a row's score factor (module docstring)."""
+    return 1.0 if link.name == "logit" else PROBIT_CLIP
+
+
+def score_rows(link: Link, Z: np.ndarray, y: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Each row's clipped score term ``psi_c x``: ``(n, p)``."""
+    c = score_clip(link)
+    return np.clip(link.score_factor(y, Z @ theta), -c, c)[:, None] * Z
+
+
+def curvature_rows(link: Link, Z: np.ndarray, y: np.ndarray, theta: np.ndarray | None) -> np.ndarray:
+    """Each row's curvature weight, clipped to ``[0, w_max]`` (the probit's is below 1 already); with ``theta``
+    None, ``w_max`` for every row: the Gram matrix times the bound, which majorises every curvature sum
+    (Böhning & Lindsay 1988)."""
+    if theta is None:
+        return np.full(len(Z), CURVATURE_MAX[link.name])
+    return np.clip(link.curvature(y, Z @ theta), 0.0, CURVATURE_MAX[link.name])
+
+
+def score_sensitivity(link: Link, p: int, blocks: tuple[tuple[int, ...], ...]) -> float:
+    """The score sum's L1 sensitivity (module docstring)."""
+    blocked = sum(len(b) for b in blocks)
+    return 2.0 * score_clip(link) * (p - blocked + len(blocks))
+
+
+def curvature_sensitivity(link: Link, p: int) -> float:
+    """The curvature sum's L1 sensitivity on its upper triangle (module docstring)."""
+    return 2.0 * CURVATURE_MAX[link.name] * p * (p + 1) / 2
+
+
+def noisy_score(link, Z, y, theta, eps, blocks, rng) -> np.ndarray:
+    """The released score sum at ``theta``."""
+    total = score_rows(link, Z, y, theta).sum(axis=0)
+    sensitivity = score_sensitivity(link, Z.shape[1], blocks)
+    return np.asarray(noise.laplace_mechanism(rng, total, sensitivity, eps, "newton score"), dtype=float)
+
+
+def noisy_curvature(link, Z, y, theta, eps, rng) -> np.ndarray:
+    """The released curvature sum at ``theta``, symmetric (its upper triangle is what is released)."""
+    p = Z.shape[1]
+    upper = np.triu_indices(p)
+    total = np.einsum("i,ij,ik->jk", curvature_rows(link, Z, y, theta), Z, Z)[upper]
+    released = noise.laplace_mechanism(rng, total, curvature_sensitivity(link, p), eps, "newton curvature")
+    H = np.zeros((p, p))
+    H[upper] = released
+    return H + np.triu(H, 1).T
+
+
+def repaired(H: np.ndarray, floor: float) -> np.ndarray:
+    """``H`` with its eigenvalues raised to at least ``floor`` (post-processing)."""
+    values, vectors = np.linalg.eigh(0.5 * (H + H.T))
+    return (vectors * np.maximum(values, floor)) @ vectors.T
+
+
+def newton_step(H: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """``H^{-1} g``, shortened to ``MAX_STEP`` in the sup norm."""
+    step = np.linalg.solve(H, g)
+    longest = float(np.max(np.abs(step)))
+    return step if longest <= MAX_STEP else step * (MAX_STEP / longest)
