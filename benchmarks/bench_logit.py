@@ -48,6 +48,7 @@ METHODS = {
     "tukey": {"method": "tukey", "delta": DELTA},
     "objective": {"method": "objective"},
     "kng": {"method": "kng"},
+    "newton": {"method": "newton"},
 }
 
 

@@ -2,13 +2,17 @@
 
 The error model of dpstats/planning/error_model.py is calibrated on
 least-squares and quantile designs; its binary table is not built yet, so a
-binary call chooses by a fixed rule and makes no prediction (its summary says
-so):
+binary call chooses by a fixed rule among the proven mechanisms and makes no
+prediction (its summary says so):
 
-* with ``delta > 0`` and at least ``TUKEY_ROWS_PER_COLUMN`` rows per design
-  column, Tukey depth over batch MLEs (Amin et al. 2023): each batch's model
-  is a full-sample MLE's estimand, so its point and intervals carry no
-  binning bias;
+* DP Newton's method (dpstats/mechanisms/newton/) where ``n eps / p^2`` is at
+  least ``NEWTON_MIN``, p the design's columns: its score and curvature noise
+  grow with p and p^2 against n, and below that its early steps wander
+  (benchmarks/bench_logit.py: CPS1988, 28,155 rows and p = 5, is above at eps = 1;
+  statsmodels' fair, 6,366 rows and p = 7, below at eps = 5, where the
+  histogram's error is a fifth of Newton's);
+* otherwise, with ``delta > 0`` and at least ``TUKEY_ROWS_PER_COLUMN`` rows per
+  design column, Tukey depth over batch MLEs (Amin et al. 2023);
 * otherwise the perturbed histogram (Lei 2011, section 3.1), pure and proven.
 
 Objective perturbation and KNG sample continuous laws in floating point
@@ -23,24 +27,28 @@ from collections.abc import Collection
 from .facts import PublicFacts
 from .selection import Choice
 
+NEWTON_MIN = 1000.0
+"""The least ``n eps / p^2`` at which auto takes DP Newton's method (module docstring)."""
 TUKEY_ROWS_PER_COLUMN = 500
 """Rows per design column below which Tukey's batches are too small for their MLEs (separation)."""
+RULE = "the binary rule of dpstats/planning/binary_choice.py; no calibrated prediction"
 
 
 def choose_binary(facts: PublicFacts, allowed: Collection[str] | None = None) -> Choice:
     """The mechanism for a binary-response call (module docstring), among ``allowed`` (None: all)."""
     columns = facts.slopes + int(facts.intercept)
-    tukey_ok = allowed is None or "tukey" in allowed
-    if facts.delta > 0 and tukey_ok and facts.n >= TUKEY_ROWS_PER_COLUMN * columns:
-        reason = (
-            f"delta > 0 and {facts.n} rows for {columns} columns: Tukey depth over batch MLEs, whose intervals "
-            "carry no binning bias (the binary rule of dpstats/planning/binary_choice.py; no calibrated prediction)"
-        )
+    load = facts.n * facts.eps / columns**2
+
+    def may(method: str) -> bool:
+        return allowed is None or method in allowed
+
+    if load >= NEWTON_MIN and may("newton"):
+        reason = f"n eps / p^2 = {load:.0f} >= {NEWTON_MIN:g}: DP Newton's method, pure and proven ({RULE})"
+        return Choice("newton", {}, reason, (), ())
+    if facts.delta > 0 and may("tukey") and facts.n >= TUKEY_ROWS_PER_COLUMN * columns:
+        reason = f"delta > 0 and {facts.n} rows for {columns} columns: Tukey depth over batch MLEs ({RULE})"
         return Choice("tukey", {}, reason, (), ())
-    if allowed is not None and "histogram" not in allowed:
-        raise ValueError(f"no mechanism among {sorted(allowed)} fits a binary response here")
-    reason = (
-        "the perturbed histogram (Lei 2011, section 3.1), pure and proven (the binary rule of "
-        "dpstats/planning/binary_choice.py; no calibrated prediction)"
-    )
+    if not may("histogram"):
+        raise ValueError(f"no mechanism among {sorted(allowed or ())} fits this binary response")
+    reason = f"n eps / p^2 = {load:.0f}: the perturbed histogram (Lei 2011, section 3.1), pure and proven ({RULE})"
     return Choice("histogram", {}, reason, (), ())
