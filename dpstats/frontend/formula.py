@@ -316,9 +316,10 @@ def _check_declared_categories(design_info, levels: dict[str, tuple], variables:
             )
 
 
-def _derived_bounds(y_info, x_info, bounds: dict[str, Interval]) -> tuple[Interval, np.ndarray]:
+def _derived_bounds(y_info, x_info, bounds: dict[str, Interval], binary: bool = False) -> tuple[Interval, np.ndarray]:
+    """The response's and the design columns' bounds; a binary response's are [0, 1] whatever its expression."""
     x_bounds, unknown = column_bounds(x_info, bounds)
-    y_col, y_unknown = column_bounds(y_info, bounds)
+    y_col, y_unknown = (np.array([BINARY_BOUNDS]), []) if binary else column_bounds(y_info, bounds)
     unknown = y_unknown + unknown
     if unknown:
         raise ValueError(
@@ -438,9 +439,7 @@ def build_design(
         raise ValueError("the response must be a single numeric column")
     if not x_info.column_names:
         raise ValueError("the formula has no regressors (not even an intercept)")
-    y_bounds, x_bounds = _derived_bounds(y_info, x_info, bounds) if need_bounds else (None, None)
-    if binary:
-        y_bounds = BINARY_BOUNDS
+    y_bounds, x_bounds = _derived_bounds(y_info, x_info, bounds, binary) if need_bounds else (None, None)
 
     frame = prepare_frame(data, variables, bounds, levels, missing)
     y_raw, X = _evaluate([y_info, x_info], frame)
