@@ -24,10 +24,16 @@ in ``[0, w_max]`` (``w_max`` = 1/4 for the logit, 2/pi for the probit, Fisher's
 weight at eta = 0) and ``x_j x_k`` in the range of the product over the scaled
 box (0 for two columns of one one-hot block), so one replaced row moves it by
 at most ``w_max (max(hi, 0) - min(lo, 0))``; the L1 sensitivity is the sum of
-these widths over the upper triangle. The noisy matrix is repaired by raising
-its eigenvalues to at least ``FLOOR`` times the Laplace scale times
-``sqrt(p)`` (about the spectral norm of the noise matrix: post-processing of the
-release and public numbers).
+these widths over the upper triangle (brute-forced in tests/test_objective_logit.py).
+
+The repair (post-processing of the release and public numbers). Each
+eigenvalue of the noisy matrix is lowered by ``sigma = sqrt(2)`` Laplace
+scales (about the noise in one eigenvalue) and kept above ``LOW sigma``. A
+lower information gives larger standard errors, so where the noise swamps the
+information (small n eps) the intervals err on the wide side rather than
+collapse; raising noisy eigenvalues to a floor, as NoisyStats' point does,
+made them far too narrow there (benchmarks/bench_objective_coverage.py:
+coverage 0.35 at n = 1,000, eps = 1).
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from .scaling import RowScale
 DEFAULT_SHARE = 0.2
 """The part of eps the noisy information matrix spends unless the user's ``se_share`` says otherwise."""
 FLOOR = math.sqrt(2.0)
-"""Eigenvalue floor of the repaired information, in units of ``sqrt(p)`` times the Laplace scale."""
+"""``sigma``: what the repair subtracts from each eigenvalue, in Laplace scales (the Laplace law's sd)."""
 LOW = 0.1
 """The least eigenvalue of the repaired information, in units of the noise's spectral scale."""
 RIDGE_BIAS = 0.5
@@ -102,8 +108,8 @@ def release_information(
 
 
 def repair(matrix: np.ndarray, laplace_scale: float) -> np.ndarray:
-    """The noisy information, each eigenvalue lowered by the noise's spectral scale ``nu = FLOOR sqrt(p)`` Laplace
-    scales and kept above ``LOW * nu`` (post-processing; module docstring)."""
+    """The noisy information, each eigenvalue lowered by ``sigma = FLOOR`` Laplace scales and kept above
+    ``LOW sigma`` (post-processing; module docstring)."""
     values, vectors = np.linalg.eigh((matrix + matrix.T) / 2.0)
     nu = FLOOR * laplace_scale
     return (vectors * np.maximum(values - nu, LOW * nu)) @ vectors.T
