@@ -84,6 +84,15 @@ def noisy_curvature(link, Z, y, theta, eps, rng) -> np.ndarray:
     return H + np.triu(H, 1).T
 
 
+def noise_floor(link: Link, p: int, eps: float) -> float:
+    """A bound, with room, on the spectral norm of the released curvature's noise: ``1.5 * 2 sigma sqrt(p)``
+    (the semicircle's edge for a symmetric p x p matrix of independent entries of standard deviation
+    ``sigma = sqrt 2 b``, b the Laplace scale). Raising the released matrix's eigenvalues to it keeps the noise
+    from turning a weak direction of the curvature into a long step (public: p, eps and the sensitivity)."""
+    b = curvature_sensitivity(link, p) / eps
+    return 1.5 * 2.0 * np.sqrt(2.0) * b * np.sqrt(p)
+
+
 def repaired(H: np.ndarray, floor: float) -> np.ndarray:
     """``H`` with its eigenvalues raised to at least ``floor`` (post-processing)."""
     values, vectors = np.linalg.eigh(0.5 * (H + H.T))
