@@ -1,4 +1,4 @@
-"""Command line: ``dpstats ols ...`` and ``dpstats demo``.
+"""Command line: ``dpstats ols ...``, ``dpstats logit ...``, ``dpstats probit ...`` and ``dpstats demo``.
 
 Usage::
 
@@ -6,6 +6,7 @@ Usage::
                 [--levels var=a,b,c ...] [--method auto|noisystats] [--delta D]
                 [--seed N] [--option name=value ...] [--missing impute|raise]
                 [--budget FILE] [--format text|latex|markdown|json]
+    dpstats logit "FORMULA" ... [--margins-share S]      # the options of ols; probit alike
     dpstats budget FILE (--eps E [--delta D] | --rho R) [--accounting basic|zcdp]   # create
     dpstats budget FILE [--format text|json]                                         # show
     dpstats demo [--eps 1] [--seed N] [--format text|latex|markdown|json]
@@ -14,6 +15,12 @@ Usage::
 (dpstats/privacy/budget.py): the fit is refused before the CSV is read if it could
 overspend it, and FILE is saved with the fit in its ledger before the summary
 is printed. ``dpstats budget`` creates such a file or shows its account and ledger.
+
+``logit`` and ``probit`` fit ``dpstats.dp_logit`` / ``dp_probit`` (dpstats/api/binary.py):
+the response is 0/1, a fraction in [0, 1] or a comparison such as ``'I(hours > 0)'``.
+Their output is the summary followed by the average marginal effects
+(statsmodels' ``get_margeff()``), released with ``--margins-share`` of eps
+(0: none); the JSON output carries them under ``"margins"``.
 
 The summary goes to stdout (exit code 0). A bad argument, or a ValueError or
 TypeError raised by dpstats, prints ``dpstats: error: <message>`` to stderr and
@@ -118,6 +125,7 @@ _RESERVED = frozenset(
         "random_state",
         "missing",
         "se_share",
+        "margins_share",
         "budget",
     }
 )
@@ -143,7 +151,8 @@ def parse_options(specs: Sequence[str]) -> dict[str, object]:
         if not sep or not name.isidentifier():
             raise CLIError(f"--option {spec!r}: expected name=value")
         if name in _RESERVED:
-            raise CLIError(f"--option {name}: use --{name} instead")
+            flag = "seed" if name == "random_state" else name.replace("_", "-")
+            raise CLIError(f"--option {name}: use --{flag} instead")
         options[name] = _option_value(value)
     return options
 
@@ -190,16 +199,19 @@ def _read_csv(path: str, categorical: Sequence[str]) -> pd.DataFrame:
         raise CLIError(f"--data: could not read {path!r} as CSV ({type(exc).__name__})") from None
 
 
-def _fit(formula: str, data: pd.DataFrame, kwargs: Mapping[str, Any]) -> DPRegressionResults:
-    """Call dp_ols; its ValueError/TypeError (bad metadata, eps, formula...) become :class:`CLIError`.
+def _fit(estimator: str, formula: str, data: pd.DataFrame, kwargs: Mapping[str, Any]) -> DPRegressionResults:
+    """Call dp_ols, dp_logit or dp_probit; their ValueError/TypeError (bad metadata, eps, formula...) become
+    :class:`CLIError`.
 
     The call sits in its own small frame because patsy looks up names that are
     not columns in the caller's namespace.
     """
+    from .api.binary import dp_logit, dp_probit
     from .api.estimators import dp_ols
 
+    fit = {"ols": dp_ols, "logit": dp_logit, "probit": dp_probit}[estimator]
     try:
-        return dp_ols(formula, data, **kwargs)
+        return fit(formula, data, **kwargs)
     except (ValueError, TypeError) as exc:
         raise CLIError(str(exc)) from None
 
@@ -221,13 +233,16 @@ def _check_budget_first(budget: PrivacyBudget, args: argparse.Namespace, options
     from .api.estimators import planned_spend
 
     try:
-        budget.check(planned_spend("ols", eps=args.eps, delta=args.delta, rho=args.rho, method=args.method, **options))
+        budget.check(
+            planned_spend(args.estimator, eps=args.eps, delta=args.delta, rho=args.rho, method=args.method, **options)
+        )
     except (ValueError, TypeError) as exc:
         raise CLIError(str(exc)) from None
 
 
-def run_ols(args: argparse.Namespace) -> str:
-    """The ``ols`` command: read the CSV, fit, save the budget if one was given, and render the summary."""
+def run_fit(args: argparse.Namespace) -> str:
+    """The ``ols``, ``logit`` and ``probit`` commands: read the CSV, fit, save the budget if one was given,
+    and render the summary (with a binary fit's average marginal effects)."""
     bounds = parse_bounds(args.bounds)
     levels = parse_levels(args.levels)
     options = parse_options(args.option)
@@ -241,7 +256,6 @@ def run_ols(args: argparse.Namespace) -> str:
     _check_bound_names(bounds, data)
     kwargs: dict[str, Any] = {
         "eps": args.eps,
-        "rho": args.rho,
         "bounds": bounds,
         "levels": levels,
         "method": args.method,
@@ -256,7 +270,13 @@ def run_ols(args: argparse.Namespace) -> str:
         "max_rows": args.max_rows,
         **options,
     }
-    res = _fit(args.formula, data, kwargs)
+    if args.estimator == "ols":
+        kwargs["rho"] = args.rho
+    else:  # dp_logit takes no rho= (its refusal names it) and a share of eps for the marginal effects
+        kwargs["margins_share"] = args.margins_share
+        if args.rho is not None:
+            kwargs["rho"] = args.rho
+    res = _fit(args.estimator, args.formula, data, kwargs)
     if budget is not None:
         try:
             budget.save(args.budget)
@@ -264,7 +284,53 @@ def run_ols(args: argparse.Namespace) -> str:
             raise CLIError(f"--budget: could not save {args.budget!r} ({exc.strerror}); the fit is not shown") from None
     from .output.render import render
 
-    return render(res, args.format)
+    if args.estimator == "ols" or args.format == "json":  # the JSON of a binary fit holds its "margins"
+        return render(res, args.format)
+    return render(res, args.format) + "\n\n" + render_margins(res, args.format)
+
+
+MARGINS_NONE = "Average marginal effects: none (--margins-share 0 spent nothing on them)."
+
+
+def render_margins(res: DPRegressionResults, fmt: str) -> str:
+    """A binary fit's average marginal effects (``res.get_margeff()``) as a table in ``fmt`` (text, latex or
+    markdown), or a line saying the fit spent nothing on them."""
+    if res.at_fit is None:
+        return MARGINS_NONE
+    margins = res.get_margeff()
+    if fmt == "text":
+        return margins.summary()
+    from .output.render import latex_escape, markdown_table
+
+    frame = margins.summary_frame()
+    title = f"DP {margins.link.capitalize()} Average Marginal Effects (dy/dx, overall)"
+    header = ["", *frame.columns]
+    rows = [[str(term), *(_margin_cell(v) for v in row)] for term, row in frame.iterrows()]
+    if fmt == "markdown":
+        return "\n".join([f"**{title}**", "", *markdown_table(header, rows)])
+    out = [
+        r"\begin{table}[htbp]",
+        r"\centering",
+        f"\\caption{{{latex_escape(title)}}}",
+        f"\\begin{{tabular}}{{l{'r' * len(frame.columns)}}}",
+        r"\toprule",
+        " & ".join(latex_escape(h) for h in header) + r" \\",
+        r"\midrule",
+        *(" & ".join(latex_escape(c) for c in row) + r" \\" for row in rows),
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
+    ]
+    return "\n".join(out)
+
+
+def _margin_cell(value: float) -> str:
+    """A number of the marginal effects' table, as the summary prints its coefficients."""
+    import math
+
+    if not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return f"{value:.4f}" if abs(value) >= 1e-4 or value == 0 else f"{value:.3e}"
 
 
 def run_budget(args: argparse.Namespace) -> str:
@@ -308,6 +374,84 @@ def run_demo_command(args: argparse.Namespace) -> str:
     return run_demo(eps=args.eps, seed=args.seed, fmt=args.format)
 
 
+def _add_fit_arguments(cmd: argparse.ArgumentParser, method_example: str) -> None:
+    """The arguments of a fit command (``ols``, ``logit``, ``probit``)."""
+    cmd.add_argument("formula", help="patsy formula, e.g. 'y ~ x + C(g)'")
+    cmd.add_argument("--data", required=True, metavar="CSV", help="CSV file with a header row ('-' for stdin)")
+    budget = cmd.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--eps", type=float, help="total privacy budget (> 0)")
+    budget.add_argument("--rho", type=float, help="rho of rho-zCDP, for a zCDP mechanism (instead of --eps)")
+    cmd.add_argument(
+        "--bounds",
+        action="append",
+        default=[],
+        metavar="VAR=LO:HI",
+        help="public bounds of a numeric variable or expression (repeat for each)",
+    )
+    cmd.add_argument(
+        "--levels",
+        action="append",
+        default=[],
+        metavar="VAR=A,B,C",
+        help="public levels of a categorical column (repeat for each)",
+    )
+    cmd.add_argument(
+        "--method", default="auto", help=f"mechanism: auto (default) or a registered name, e.g. {method_example}"
+    )
+    cmd.add_argument("--delta", type=float, default=0.0, help="delta for approximate-DP mechanisms (default 0)")
+    cmd.add_argument("--seed", type=int, default=None, help="seed for reproducible noise (default: fresh randomness)")
+    cmd.add_argument(
+        "--se-share",
+        type=float,
+        default=None,
+        help="part of eps spent on standard errors, in [0, 1) (default: the mechanism's; 0: none, SEs NaN)",
+    )
+    cmd.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a mechanism hyperparameter (repeat for each)",
+    )
+    cmd.add_argument(
+        "--missing",
+        choices=("impute", "raise"),
+        default="impute",
+        help="bad cells: impute row-wise (default; see dpstats/frontend/cells.py) or raise (for the data curator only)",
+    )
+    cmd.add_argument(
+        "--budget",
+        metavar="FILE",
+        default=None,
+        help="charge the fit to the privacy budget saved in FILE (refused before the CSV is read if it "
+        "could overspend it; FILE is saved with the fit in its ledger)",
+    )
+    cmd.add_argument(
+        "--target",
+        type=float,
+        default=None,
+        help="the largest acceptable error of the first regressor's coefficient (its units): auto refuses, "
+        "before spending, a call predicted to miss it (default: 10 non-private standard errors)",
+    )
+    cmd.add_argument(
+        "--unit",
+        metavar="COLUMN",
+        default=None,
+        help="the privacy unit: every row of one value of COLUMN (a person, a firm), with --max-rows",
+    )
+    cmd.add_argument(
+        "--max-rows",
+        type=int,
+        default=None,
+        help="with --unit, the public bound on one unit's rows: at most this many are kept, chosen without "
+        "looking at the values",
+    )
+    cmd.add_argument(
+        "--force", action="store_true", help="fit even where auto's plan refuses (the summary's status says so)"
+    )
+    cmd.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``dpstats`` command."""
     parser = _Parser(
@@ -316,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: dpstats ols 'foodexp ~ income' --data engel.csv --eps 1 "
         "--bounds income=0:5000 --bounds foodexp=0:2500",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{ols,budget,demo}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="{ols,logit,probit,budget,demo}", parser_class=_Parser)
     sub.required = True
 
     ols = sub.add_parser(
@@ -324,79 +468,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="DP least squares on a CSV file",
         description="Fit dp_ols(FORMULA) on the rows of a CSV file and print the summary.",
     )
-    ols.add_argument("formula", help="patsy formula, e.g. 'y ~ x + C(g)'")
-    ols.add_argument("--data", required=True, metavar="CSV", help="CSV file with a header row ('-' for stdin)")
-    budget = ols.add_mutually_exclusive_group(required=True)
-    budget.add_argument("--eps", type=float, help="total privacy budget (> 0)")
-    budget.add_argument("--rho", type=float, help="rho of rho-zCDP, for a zCDP mechanism (instead of --eps)")
-    ols.add_argument(
-        "--bounds",
-        action="append",
-        default=[],
-        metavar="VAR=LO:HI",
-        help="public bounds of a numeric variable or expression (repeat for each)",
-    )
-    ols.add_argument(
-        "--levels",
-        action="append",
-        default=[],
-        metavar="VAR=A,B,C",
-        help="public levels of a categorical column (repeat for each)",
-    )
-    ols.add_argument("--method", default="auto", help="mechanism: auto (default) or a registered name, e.g. noisystats")
-    ols.add_argument("--delta", type=float, default=0.0, help="delta for approximate-DP mechanisms (default 0)")
-    ols.add_argument("--seed", type=int, default=None, help="seed for reproducible noise (default: fresh randomness)")
-    ols.add_argument(
-        "--se-share",
-        type=float,
-        default=None,
-        help="part of eps spent on standard errors, in [0, 1) (default: the mechanism's; 0: none, SEs NaN)",
-    )
-    ols.add_argument(
-        "--option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a mechanism hyperparameter (repeat for each)",
-    )
-    ols.add_argument(
-        "--missing",
-        choices=("impute", "raise"),
-        default="impute",
-        help="bad cells: impute row-wise (default; see dpstats/frontend/cells.py) or raise (for the data curator only)",
-    )
-    ols.add_argument(
-        "--budget",
-        metavar="FILE",
-        default=None,
-        help="charge the fit to the privacy budget saved in FILE (refused before the CSV is read if it "
-        "could overspend it; FILE is saved with the fit in its ledger)",
-    )
-    ols.add_argument(
-        "--target",
-        type=float,
-        default=None,
-        help="the largest acceptable error of the first regressor's coefficient (its units): auto refuses, "
-        "before spending, a call predicted to miss it (default: 10 non-private standard errors)",
-    )
-    ols.add_argument(
-        "--unit",
-        metavar="COLUMN",
-        default=None,
-        help="the privacy unit: every row of one value of COLUMN (a person, a firm), with --max-rows",
-    )
-    ols.add_argument(
-        "--max-rows",
-        type=int,
-        default=None,
-        help="with --unit, the public bound on one unit's rows: at most this many are kept, chosen without "
-        "looking at the values",
-    )
-    ols.add_argument(
-        "--force", action="store_true", help="fit even where auto's plan refuses (the summary's status says so)"
-    )
-    ols.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
-    ols.set_defaults(run=run_ols)
+    _add_fit_arguments(ols, "noisystats")
+    ols.set_defaults(run=run_fit, estimator="ols")
+    for link, model in (("logit", "logistic"), ("probit", "probit")):
+        binary = sub.add_parser(
+            link,
+            help=f"DP {model} regression of a binary response on a CSV file",
+            description=f"Fit dp_{link}(FORMULA) on the rows of a CSV file and print the summary and the average "
+            "marginal effects. The response is 0/1, a fraction in [0, 1] or a comparison such as 'I(hours > 0)'.",
+        )
+        _add_fit_arguments(binary, "histogram")
+        binary.add_argument(
+            "--margins-share",
+            type=float,
+            default=None,
+            help="part of eps spent on the average marginal effects, in [0, 1) (default 0.05; 0: none)",
+        )
+        binary.set_defaults(run=run_fit, estimator=link)
 
     budget_cmd = sub.add_parser(
         "budget",
