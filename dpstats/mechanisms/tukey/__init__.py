@@ -1,7 +1,8 @@
 """Approximate Tukey depth with propose-test-release (Amin et al. 2023): no data bounds needed.
 
 ``mechanism`` (the fit), ``models`` (the disjoint batches' OLS models), ``quantile_models`` (their
-quantile regressions, for ``dp_quantreg``),
+quantile regressions, for ``dp_quantreg``), ``logit_models`` (their bias-corrected logit or probit MLEs, for
+``dp_logit`` / ``dp_probit``),
 ``depth`` (volumes, distance to unsafety, sampling by depth) and
 ``default_m`` (the number of models, from public facts).
 """
@@ -15,7 +16,7 @@ SPEC = MechanismSpec(
     name="tukey",
     title="Tukey depth with propose-test-release (no data bounds)",
     citation="Amin, Joseph, Ribero, Vassilvitskii (2023), Algorithm 2; Brown et al. (2021), Lemma 3.8",
-    estimators=frozenset({"ols", "quantreg"}),
+    estimators=frozenset({"ols", "quantreg", "logit", "probit"}),
     needs_bounds=False,
     max_slopes=None,
     needs_delta=True,

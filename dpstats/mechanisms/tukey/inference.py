@@ -240,7 +240,7 @@ def degrees_of_freedom(n: int, m: int, d: int) -> float:
     return float(max(n // m - d + 1, 1))
 
 
-def default_share(n: int, d: int, eps: float, delta: float, m: int | None) -> float:
+def default_share(n: int, d: int, eps: float, delta: float, m: int | None, binary: bool = False) -> float:
     """The smallest of :data:`DEFAULT_SHARES` that the point and the spreads can afford, or 0 (public facts only).
 
     The point's propose-test-release has little slack where the default m
@@ -252,11 +252,13 @@ def default_share(n: int, d: int, eps: float, delta: float, m: int | None) -> fl
     its eps as ``1 / eps``, so at 8-10 coefficients a quarter of eps left
     ``eps_j m`` at 34-40 for every n (m is about 1,250-1,370 at eps = 1): a
     larger share buys both a larger m and a larger ``eps_j``, and about a third
-    of eps reaches 50 there.
+    of eps reaches 50 there. ``binary``: the default m is that of a binary response
+    (:func:`.default_m.default_m_binary`).
     """
+    rule = default_m.default_m_binary if binary else default_m.default_m
     for share in DEFAULT_SHARES:
         point_eps = eps * (1.0 - share)
-        models = m if m is not None else default_m.default_m(n, d, point_eps, delta)
+        models = m if m is not None else rule(n, d, point_eps, delta)
         distance = default_m.ideal_distance(models, d, n, point_eps, delta)
         passes = distance >= default_m.required_distance(point_eps, delta)
         if passes and share_per_coordinate(eps, share, d) * models >= MIN_SPREAD_BUDGET:

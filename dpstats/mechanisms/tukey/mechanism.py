@@ -5,8 +5,11 @@ regression", Algorithm 2 (DPTukey), with the propose-test-release (PTR) step of
 Brown, Gaboardi, Smith, Ullman, Zakynthinou (2021), Algorithm 1 and Lemma 3.8.
 ``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None, jackknife=True, skew=3.0)``, and
 ``dp_quantreg(..., q=tau, method="tukey")``, whose batches fit the tau-th
-regression quantile instead of OLS (dpstats/mechanisms/tukey/quantile_models.py;
-the proof below needs only that each model is a function of its own batch):
+regression quantile instead of OLS (dpstats/mechanisms/tukey/quantile_models.py),
+and ``dp_logit`` / ``dp_probit`` (``link=``), whose batches fit the link's
+bias-corrected MLE, a batch without a finite MLE becoming a fixed pair of
+extremes (dpstats/mechanisms/tukey/logit_models.py; the proof below needs
+only that each model is a function of its own batch and of data-independent draws):
 
 1. Partition (dpstats/mechanisms/tukey/models.py): a uniformly random permutation, drawn through
    dpstats/privacy/noise.py, splits the n rows into m disjoint batches of ``floor(n/m)``
@@ -119,12 +122,13 @@ from ...privacy.noise import exponential_mechanism_point_release, laplace_mechan
 from ..base import PrivacyRequest, Release, failed_release, refuse_rho
 from . import depth as td
 from . import exact_draw, inference
-from .default_m import MIN_MODELS, default_m
+from .default_m import MIN_MODELS, default_m, default_m_binary
 from .jackknife import batch_ols_jackknife
+from .logit_models import glm_batch_fit
 from .models import BatchFit, batch_ols, partition_models, unit_partition_models
 from .quantile_models import quantile_batch_fit
 
-DEFAULTS: dict[str, object] = {"m": None, "jackknife": True, "skew": inference.SKEW}
+DEFAULTS: dict[str, object] = {"m": None, "jackknife": True, "skew": None}
 
 SE_NOTE = (
     "Standard errors and t intervals cover the sampling error of the aggregate of the m batch fits and the "
@@ -155,7 +159,9 @@ def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> Non
         raise ValueError("method='tukey' is approximate DP (propose-test-release): it needs delta > 0")
     if not isinstance(options.get("jackknife", True), bool | np.bool_):
         raise TypeError("jackknife must be True or False")
-    skew = options.get("skew", inference.SKEW)
+    skew = options.get("skew")
+    if skew is None:
+        skew = inference.SKEW
     if isinstance(skew, bool) or not isinstance(skew, int | float | np.integer | np.floating):
         raise TypeError("skew (the skewness the intervals' allowance covers) must be a number")
     if not (math.isfinite(skew) and skew >= 0):
@@ -169,12 +175,14 @@ def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> Non
         raise ValueError(f"m must be at least {MIN_MODELS}: with fewer models the PTR test can never pass")
 
 
-def models_for(n: int, d: int, eps: float, delta: float, units: Units | None = None) -> int:
-    """The default number of models (:func:`.default_m.default_m`); when the privacy unit is a unit of rows,
+def models_for(n: int, d: int, eps: float, delta: float, units: Units | None = None, binary: bool = False) -> int:
+    """The default number of models (:func:`.default_m.default_m`; :func:`.default_m.default_m_binary` for a
+    binary response, ``binary``); when the privacy unit is a unit of rows,
     the rule read with one unit as one row (each batch holds whole units,
     :func:`.models.unit_partition_models`, and a regressor that is constant within units, as a worker's
     education or sex in a panel, is estimable only from several units per batch)."""
-    return default_m(n if units is None else units.count, d, eps, delta)
+    rule = default_m_binary if binary else default_m
+    return rule(n if units is None else units.count, d, eps, delta)
 
 
 def check_models(n: int, d: int, m: int, units: Units | None = None) -> None:
@@ -198,7 +206,10 @@ def ptr_threshold(eps1: float, delta: float) -> float:
 def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str, object]) -> float:
     """The part of eps the spreads spend: the user's ``se_share``, else :func:`.inference.default_share`."""
     m = options.get("m")
-    return privacy.share(inference.default_share(n, columns, privacy.eps, privacy.delta, None if m is None else int(m)))
+    binary = options.get("link") is not None
+    return privacy.share(
+        inference.default_share(n, columns, privacy.eps, privacy.delta, None if m is None else int(m), binary)
+    )
 
 
 def fit(
@@ -208,21 +219,27 @@ def fit(
     m: int | None = None,
     jackknife: bool = True,
     q: float | None = None,
-    skew: float = inference.SKEW,
+    skew: float | None = None,
+    link: str | None = None,
 ) -> Release:
     """Run the Tukey mechanism on ``design`` (see the module docstring), with its intervals (:mod:`.inference`):
     on batch OLS fits (jackknifed unless ``jackknife=False``: dpstats/mechanisms/tukey/jackknife.py), or on
-    batch q-th quantile regressions when ``q`` is given (``dp_quantreg``; not jackknifed). The intervals allow
+    batch q-th quantile regressions when ``q`` is given (``dp_quantreg``; not jackknifed), or on batch
+    bias-corrected MLEs of ``link`` ("logit" or "probit": ``dp_logit`` / ``dp_probit``). The intervals allow
     for the median of fits whose rows have skewness up to ``skew`` (dpstats/mechanisms/tukey/inference.py,
-    step 3)."""
+    step 3); None is :data:`.inference.SKEW` for OLS and quantile fits, and 0 for the binary fits, which are
+    corrected towards median-unbiasedness batch by batch (dpstats/mechanisms/tukey/logit_models.py)."""
     n, d = design.n, design.n_columns
-    share = privacy.share(inference.default_share(n, d, privacy.eps, privacy.delta, m))
+    binary = link is not None
+    if skew is None:
+        skew = 0.0 if binary else inference.SKEW
+    share = privacy.share(inference.default_share(n, d, privacy.eps, privacy.delta, m, binary))
     point_privacy = PrivacyRequest(privacy.eps * (1.0 - share), privacy.delta)
     rule = "given" if m is not None else "default"
     units = design.units
-    m = int(m) if m is not None else models_for(n, d, point_privacy.eps, privacy.delta, units)
+    m = int(m) if m is not None else models_for(n, d, point_privacy.eps, privacy.delta, units, binary)
     check_models(n, d, m, units)
-    fits = batch_fit(q, jackknife)
+    fits = batch_fit(q, jackknife, link)
     if units is None:
         models = partition_models(design.X, design.y, m, rng, fits)
     else:
@@ -254,8 +271,11 @@ def fit(
     return Release(point, law.cov, spent, note, noisy_stats=stats, hyperparameters=info, replicates=replicates)
 
 
-def batch_fit(q: float | None, jackknife: bool) -> BatchFit:
-    """What each batch fits: the q-th quantile regression, else OLS, jackknifed when ``jackknife``."""
+def batch_fit(q: float | None, jackknife: bool, link: str | None = None) -> BatchFit:
+    """What each batch fits: the bias-corrected MLE of ``link``, the q-th quantile regression, else OLS,
+    jackknifed when ``jackknife``."""
+    if link is not None:
+        return glm_batch_fit(link)
     if q is not None:
         return quantile_batch_fit(q)
     return batch_ols_jackknife if jackknife else batch_ols
