@@ -1,7 +1,7 @@
 """What the R package calls through reticulate: fits, budgets and tables, answered in builtins only.
 
-:func:`fit_from_r` runs ``dp_ols`` or ``dp_quantreg`` (one quantile, several, or
-one fit per group) on the frame rebuilt from R's column records
+:func:`fit_from_r` runs ``dp_ols``, ``dp_quantreg`` (one quantile, several, or
+one fit per group), ``dp_logit`` or ``dp_probit`` on the frame rebuilt from R's column records
 (dpstats/r_interop/columns.py) and returns builtins only (dict, list, str, float,
 int, bool, None), which reach R as named lists and vectors. Errors come back as
 ``{"ok": False, ...}`` so the R side can raise them as ordinary R errors. A
@@ -151,6 +151,7 @@ def check_budget_first(
 
     try:
         opts = dict(_named(options) or {})
+        opts.pop("margins_share", None)  # a part of eps: the spend is eps whatever it is
         account = PrivacyBudget.from_json(budget)
         account.check(planned_spend(estimator, eps=eps, delta=delta, rho=opts.pop("rho", None), method=method, **opts))
         return {"ok": True}
@@ -206,6 +207,9 @@ def _fit(
     _grouped_options(kwargs)
     if estimator == "ols":
         return dpstats.dp_ols(formula, frame, missing=missing, **kwargs)
+    if estimator in ("logit", "probit"):
+        fit = dpstats.dp_logit if estimator == "logit" else dpstats.dp_probit
+        return fit(formula, frame, missing=missing, **kwargs)
     if estimator != "quantreg":
         raise ValueError(f"unknown estimator {estimator!r}")
     quantiles = as_list(tau)
@@ -245,7 +249,7 @@ def fit_from_r(
     budget: str | None = None,
     ledger_formula: str | None = None,
 ) -> dict:
-    """Fit ``estimator`` ('ols' or 'quantreg') on columns sent from R.
+    """Fit ``estimator`` ('ols', 'quantreg', 'logit' or 'probit') on columns sent from R.
 
     ``formula`` is already a patsy formula and the column names are valid
     Python identifiers (the R side translates both). Returns

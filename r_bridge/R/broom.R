@@ -56,5 +56,6 @@ glance.dpstats_fit <- function(x, ...) {
     stringsAsFactors = FALSE
   )
   if (!is.null(x$tau) && length(x$tau) == 1L) out$tau <- x$tau
+  if (!is.null(x$link)) out$link <- x$link
   .frame(out)
 }

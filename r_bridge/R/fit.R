@@ -1,4 +1,4 @@
-# dp_ols() and dp_quantreg(): translate, send the columns, build the fit.
+# dp_ols(), dp_quantreg() and dp_glm(): translate, send the columns, build the fit.
 
 # One column as the record dpstats.r_interop.frame_from_columns() rebuilds:
 # type, values (NA replaced by a placeholder), NA mask and, for factors, levels.
@@ -148,7 +148,7 @@
   if (is.null(env)) env <- parent.frame(2L)
   data <- as.data.frame(data, stringsAsFactors = FALSE, optional = TRUE)
 
-  tr <- .translate_formula(formula, data, levels, env)
+  tr <- .translate_formula(formula, data, levels, env, binary = estimator %in% .binary_estimators)
   levels <- tr$levels  # with levels declared inside factor(x, levels = ...)
   as_character <- union(tr$factor_vars, tr$bare_categorical)
   columns <- setNames(
@@ -397,7 +397,9 @@ dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels =
     )
   )
   class(fit) <- "dpstats_fit"
-  .order_like_r(fit, tr$leaves)
+  fit <- .order_like_r(fit, tr$leaves)
+  if (estimator %in% .binary_estimators) fit <- .as_glm_fit(fit, res$margins)
+  fit
 }
 
 # Name and order the coefficients as R's model.matrix does (lm's names and

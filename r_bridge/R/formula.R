@@ -5,6 +5,7 @@
 #   log(x), sqrt(x), exp(x)  -> np.log(x), np.sqrt(x), np.exp(x)   (also log2, log10, log1p, abs)
 #   a:b, a*b, a/b, (a+b)^2   -> a:b, a * b, a / b, (a + b) ** 2
 #   -1, +0, 0 +              -> - 1, + 0, 0 +
+#   I(y > 0) as the response -> I(y > 0)    of a binary model only (binary = TRUE): < <= > >= == != on numbers
 # A bare variable is numeric, unless it is logical (R's lm and patsy both make
 # it a FALSE/TRUE categorical) or has declared levels (a character or factor
 # column). Data-dependent terms (scale, poly, ns, bs, ...) are refused: they
@@ -15,6 +16,7 @@
 .math_functions <- c("log", "log2", "log10", "log1p", "exp", "sqrt", "abs")
 .data_dependent <- c("scale", "poly", "ns", "bs", "splines::ns", "splines::bs", "s", "lo", "center", "standardize")
 .binary_ops <- c("+" = "+", "-" = "-", "*" = "*", "/" = "/", "^" = "**", "%%" = "%", "%/%" = "//")
+.comparisons <- c("<", "<=", ">", ">=", "==", "!=")
 .python_reserved <- c(
   "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
   "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in",
@@ -72,8 +74,10 @@
 
 # Translate `formula` for data with columns `data` (only names and column types are
 # read: no value of the data). `levels` are the declared levels (named list);
-# `env` is where numeric constants used in I() are looked up.
-.translate_formula <- function(formula, data, levels, env = environment(formula)) {
+# `env` is where numeric constants used in I() are looked up. `binary = TRUE` is for
+# dp_glm's binary response: a comparison such as I(hours > 0) may be the response, and a
+# factor may not (glm's "first level is a failure" reads the levels, which are declared here).
+.translate_formula <- function(formula, data, levels, env = environment(formula), binary = FALSE) {
   if (!inherits(formula, "formula") || length(formula) != 3L) {
     stop("formula must be a two-sided formula such as y ~ x", call. = FALSE)
   }
@@ -188,6 +192,11 @@
         return(register(code, .label(e), TRUE, c("False", "True"), c("FALSE", "TRUE")))
       }
       if (kind == "other") stop("column '", name, "' has an unsupported type for a formula term", call. = FALSE)
+      if (binary && response && kind == "factor") {
+        stop("the response '", name, "' is a factor; dp_glm takes a 0/1 or logical response, or a comparison ",
+             "such as I(count > 0): recode it first, for example data$", name, "01 <- data$", name, " == \"yes\"",
+             call. = FALSE)
+      }
       return(register(code, .label(e)))
     }
     if (is.numeric(e)) stop("a number cannot be a formula term here: ", .label(e), call. = FALSE)
@@ -203,6 +212,14 @@
       lev <- as.character(declared_levels(var, e))
       st$factor_vars <- union(st$factor_vars, var)
       return(register(paste0("C(", use_var(var), ")"), .label(e), TRUE, lev, lev))
+    }
+    if (op == "I" && binary && response && .is_comparison(e[[2L]])) {
+      cmp <- e[[2L]]
+      operand <- function(x) {
+        if (is.call(x) && as.character(x[[1L]]) %in% names(.binary_ops)) paste0("(", expr(x), ")") else expr(x)
+      }
+      code <- paste0("I(", operand(cmp[[2L]]), " ", as.character(cmp[[1L]]), " ", operand(cmp[[3L]]), ")")
+      return(register(code, .label(e)))
     }
     if (op == "I") return(register(paste0("I(", expr(e[[2L]]), ")"), .label(e)))
     if (op %in% .math_functions) return(register(expr(e), .label(e)))
@@ -256,6 +273,10 @@
     constants = st$constants,
     levels = st$levels
   )
+}
+
+.is_comparison <- function(e) {
+  is.call(e) && is.symbol(e[[1L]]) && as.character(e[[1L]]) %in% .comparisons && length(e) == 3L
 }
 
 # The patsy code of a bounds name: a column (renamed as in the translation) or an

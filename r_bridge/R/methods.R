@@ -1,6 +1,7 @@
 #' Methods for differentially private fits
 #'
-#' A \code{dpstats_fit} is the release of \code{\link{dp_ols}} or \code{\link{dp_quantreg}}:
+#' A \code{dpstats_fit} is the release of \code{\link{dp_ols}}, \code{\link{dp_quantreg}} or
+#' \code{\link{dp_glm}} (a \code{dpstats_glm}, whose summary adds the average marginal effects):
 #' coefficients, their covariance (\code{NaN} where the mechanism releases no valid DP
 #' standard error), the released noisy statistics and the privacy spent. Its methods are
 #' post-processing and need neither Python nor the data, so a fit read back with
@@ -41,8 +42,12 @@ NULL
 }
 
 .estimator_title <- function(x) {
-  if (identical(x$estimator, "quantreg")) "DP quantile regression" else "DP linear regression"
+  switch(.scalar(x$estimator, "ols"), quantreg = "DP quantile regression", logit = "DP logistic regression",
+         probit = "DP probit regression", "DP linear regression")
 }
+
+.summary_titles <- c(ols = "DP OLS Regression Results", quantreg = "DP Quantile Regression Results",
+                     logit = "DP Logit Regression Results", probit = "DP Probit Regression Results")
 
 #' @rdname dpstats_fit
 #' @export
@@ -212,8 +217,13 @@ summary.dpstats_fit <- function(object, level = 0.95, ...) {
   colnames(table)[4L] <- if (boot) "Pr(boot)" else "Pr(>|z|)"
   out <- object[c("call", "formula", "estimator", "tau", "response", "nobs", "method", "method_title",
                   "method_reason", "citation", "failed", "reason", "se_note", "plan_note", "bias", "privacy", "bounds",
-                  "levels", "noisy_stats", "hyperparameters")]
+                  "levels", "noisy_stats", "hyperparameters", "link")]
   out$coefficients <- table
+  if (!is.null(object$margins)) {
+    me <- dp_margeff(object, level = level)
+    out$margins <- cbind(`dy/dx` = me$AME, `Std. Error` = me$SE, `z value` = me$z, `Pr(>|z|)` = me$p)
+    rownames(out$margins) <- me$factor
+  }
   out$inference <- if (boot) sprintf("bootstrap (%s)", object$interval) else "normal"
   out$conf.int <- confint(object, level = level)
   out$level <- level
@@ -237,12 +247,14 @@ summary.dpstats_fit <- function(object, level = 0.95, ...) {
 #' @rdname dpstats_fit
 #' @export
 print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
-  title <- if (identical(x$estimator, "quantreg")) "DP Quantile Regression Results" else "DP OLS Regression Results"
+  title <- unname(.summary_titles[.scalar(x$estimator, "ols")])
+  if (is.na(title)) title <- .summary_titles[["ols"]]
   cat(title, " (dpstats)\n\nCall:\n", paste(deparse(x$call, width.cutoff = 500L), collapse = "\n"), "\n\n", sep = "")
   method <- x$method_title
   if (!is.na(x$method_reason)) method <- paste0(method, " [auto: ", x$method_reason, "]")
   .field("Dep. variable", x$response)
   if (!is.null(x$tau)) .field("Quantile (tau)", paste(format(x$tau), collapse = ", "))
+  if (!is.null(x$link)) .field("Family", paste0("binomial (link = ", x$link, ")"))
   .field("Method", method)
   .field("Reference", x$citation)
   .field("Observations", paste0(x$nobs, " (public)"))
@@ -281,6 +293,11 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
     cat("  none: the mechanism failed\n")
   } else {
     printCoefmat(x$coefficients, digits = digits, na.print = "NaN", has.Pvalue = TRUE, P.values = TRUE,
+                 signif.stars = FALSE)
+  }
+  if (!is.null(x$margins) && !x$failed) {
+    cat("\nAverage marginal effects (dy/dx over the rows; dp_margeff(fit)):\n")
+    printCoefmat(x$margins, digits = digits, na.print = "NaN", has.Pvalue = TRUE, P.values = TRUE,
                  signif.stars = FALSE)
   }
   if (length(x$noisy_stats)) {
