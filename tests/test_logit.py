@@ -95,3 +95,10 @@ def test_a_paper_table_mixes_ols_and_logit_columns_and_the_budget_records_both()
 def test_public_arguments_are_refused_before_any_data_are_read(kwargs, message):
     with pytest.raises(ValueError, match=message):
         dpstats.dp_logit("y ~ x", {"y": [object()] * 3, "x": [object()] * 3}, eps=1.0, bounds=BOUNDS, **kwargs)
+
+
+def test_least_squares_still_refuses_a_comparison_response():
+    """patsy codes ``I(y > 0)`` as two columns; only a binary model reads its True column."""
+    data = pd.DataFrame({"y": np.arange(50.0) - 20, "x": np.linspace(0, 1, 50)})
+    with pytest.raises(ValueError, match="single numeric column"):
+        dpstats.dp_ols("I(y > 0) ~ x", data, eps=1.0, bounds={"x": (0, 1), "y": (-20, 30)})

@@ -434,7 +434,7 @@ def build_design(
     schema = tuple((name, bounds.get(name), levels.get(name)) for name in variables)
     y_info, x_info = _design_infos(formula, schema)
     _check_declared_categories(x_info, levels, variables)
-    y_column = _true_column(y_info) if binary else 0
+    y_column = _true_column(y_info) if binary else 0 if len(y_info.column_names) == 1 else None
     if y_column is None:
         raise ValueError("the response must be a single numeric column")
     if not x_info.column_names:
