@@ -47,20 +47,22 @@ def simulate(link: str, n: int, seed: int):
 
 
 def replicate(link: str, n: int, eps: float, seed: int) -> tuple[bool, np.ndarray, float]:
-    """(failed, covered per coefficient, base rate) of one seeded fit."""
+    """(failed, covered per coefficient (NaN without standard errors), base rate) of one seeded fit."""
     design, beta = simulate(link, n, seed)
     release = tukey.fit(design, PrivacyRequest(eps, DELTA), make_rng(10_000 + seed), link=link)
     if release.failed:
         return True, np.zeros(beta.size, dtype=bool), float(design.y.mean())
+    if release.replicates is None:  # no budget for standard errors at this n and eps: no interval
+        return False, np.full(beta.size, np.nan), float(design.y.mean())
     lo, hi = confidence_intervals(release.params, release.cov, release.replicates, 0.05, release.interval)
-    return False, (lo <= beta) & (beta <= hi), float(design.y.mean())
+    return False, ((lo <= beta) & (beta <= hi)).astype(float), float(design.y.mean())
 
 
 def cell(link: str, n: int, eps: float, reps: int) -> dict:
     """Coverage of one (link, n, eps) cell."""
     results = [replicate(link, n, eps, seed) for seed in range(reps)]
     ok = [covered for failed, covered, _ in results if not failed]
-    coverage = np.mean(ok, axis=0).tolist() if ok else [math.nan] * 4
+    coverage = np.mean(ok, axis=0).tolist() if ok else [math.nan] * 4  # NaN: failed, or no standard errors
     return {
         "link": link,
         "n": n,
