@@ -120,7 +120,7 @@ from ...uncertainty import sandwich
 from ...uncertainty.intervals import infinite_cov, replicate_covariance
 from . import sampler as kng_sampler
 
-DEFAULT_SHARE = {"ols": 0.3, "quantreg": 0.5}
+DEFAULT_SHARE = {"ols": 0.3, "quantreg": 0.5, "logit": 0.3, "probit": 0.3}
 """The part of eps spent on standard errors unless the user sets ``se_share``."""
 BREAD_SHARE = {"ols": 0.7, "quantreg": 0.2}
 """The most of the standard errors' budget spent on S = X'X (:func:`bread_budget`)."""

@@ -135,12 +135,16 @@ from . import sampler as kng_sampler
 DEFAULTS: dict[str, object] = {"norm": "linf", "B": None, "steps": None}
 BOUNDARY = 0.98
 """A release with ``||phi||_1`` at least this fraction of B is flagged as on the domain's boundary."""
-DEFAULT_B = {"ols": 1.0, "quantreg": 2.0}
-"""The smallest radius :func:`default_radius` gives (the paper's B = 1 for least squares, section 4.3)."""
+DEFAULT_B = {"ols": 1.0, "quantreg": 2.0, "logit": 6.0, "probit": 3.5}
+"""The smallest radius :func:`default_radius` gives (the paper's B = 1 for least squares, section 4.3; the
+binary links: dpstats/mechanisms/kng/binary.py)."""
 RADIUS_SCALE = 500.0
 """``n eps / (d + 1)`` beyond which :func:`default_radius` grows (module docstring: measured)."""
 RADIUS_GROWTH = 0.4
-"""What :func:`default_radius` adds to B per factor e of ``n eps`` beyond ``RADIUS_SCALE (d + 1)``."""
+"""What :func:`default_radius` adds to B per factor e of ``n eps`` beyond ``RADIUS_SCALE (d + 1)`` (least squares;
+the binary links: :data:`LINK_GROWTH`)."""
+LINK_GROWTH = {"logit": 1.0, "probit": 0.5}
+""":data:`RADIUS_GROWTH` for the binary links (dpstats/mechanisms/kng/binary.py)."""
 #: Sweeps per dimension d >= 2 (kng_sampler.run_chains: every walker of the ensemble
 #: moves by hit-and-run and twice by ensemble directions; least squares adds an
 #: independence proposal and runs only as the exact sampler's fallback). Quantile
@@ -149,7 +153,9 @@ RADIUS_GROWTH = 0.4
 #: 1,000 chains reach the minimum after 60 sweeps (998 with a tempered warm-up over
 #: the first half, which is not used); at n = 2,000, eps = 1, 1,000 chains pass the
 #: KS test against the grid-normalised density after 8 sweeps, not after 5.
-STEPS_PER_DIMENSION = {"ols": 25, "quantreg": 30}
+STEPS_PER_DIMENSION = {"ols": 25, "quantreg": 30, "logit": 5, "probit": 5}
+#: The binary links (dpstats/mechanisms/kng/binary_sampler.py): each sweep is one gradient-inverting
+#: independence move and one hit-and-run Metropolis move (tests/test_kng_logit.py measures the mixing).
 
 FLOAT_CAVEAT = (
     f"{noise.FLOAT_CAVEAT}; its running time depends on the data (rejections, chain fallback): timing is not protected"
@@ -217,10 +223,10 @@ def default_radius(estimator: str, n: int, eps: float, d: int) -> float:
     seed: largest relative error 1.44 with B = 2, 2.37 with B = 4, 16.2 with
     B = 8, at the default sweeps).
     """
-    if estimator != "ols":
+    if estimator == "quantreg":
         return DEFAULT_B[estimator]
     growth = math.log(max(1.0, n * eps / (RADIUS_SCALE * (d + 1))))
-    return float(f"{DEFAULT_B[estimator] + RADIUS_GROWTH * growth:.3g}")
+    return float(f"{DEFAULT_B[estimator] + LINK_GROWTH.get(estimator, RADIUS_GROWTH) * growth:.3g}")
 
 
 def default_steps(d: int, estimator: str) -> int:
@@ -400,7 +406,8 @@ def _caveats(d: int, steps: int, estimator: str, exact: bool) -> tuple[str, ...]
 
 def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str, object]) -> float:
     """The part of eps the noisy sandwich spends: the user's ``se_share``, else the estimator's default."""
-    return privacy.share(inference.DEFAULT_SHARE["ols" if options.get("q") is None else "quantreg"])
+    estimator = options.get("link") or ("ols" if options.get("q") is None else "quantreg")
+    return privacy.share(inference.DEFAULT_SHARE[str(estimator)])
 
 
 def fit(
