@@ -125,7 +125,7 @@ from . import exact_draw, inference
 from .default_m import MIN_MODELS, default_m, default_m_binary
 from .jackknife import batch_ols_jackknife
 from .logit_models import glm_batch_fit
-from .models import BatchFit, batch_ols, partition_models, unit_partition_models
+from .models import MODEL_LIMIT, BatchFit, batch_ols, partition_models, unit_partition_models
 from .quantile_models import quantile_batch_fit
 
 DEFAULTS: dict[str, object] = {"m": None, "jackknife": True, "skew": None}
@@ -252,6 +252,8 @@ def fit(
     note = SE_NOTE if share > 0 else (NO_SE_NOTE if privacy.se_share == 0 else UNAFFORDABLE_NOTE)
     if point is None:
         return failed_release(d, spent, info.pop("reason"), note, noisy_stats=stats, hyperparameters=info)
+    if binary and np.max(np.abs(point)) > EXTREME:  # post-processing of the released point
+        return failed_release(d, spent, SEPARATED, note, noisy_stats=stats, hyperparameters=info)
     if share == 0:
         return Release(point, np.full((d, d), np.nan), spent, note, noisy_stats=stats, hyperparameters=info)
     eps_spread = inference.share_per_coordinate(privacy.eps, share, d)
@@ -269,6 +271,15 @@ def fit(
     stats = {**stats, "skew allowance": law.allowance}
     replicates = law.replicates(noise.postprocessing_rng(rng), point)
     return Release(point, law.cov, spent, note, noisy_stats=stats, hyperparameters=info, replicates=replicates)
+
+
+EXTREME = MODEL_LIMIT * 1e-50
+"""A released point beyond this in some coordinate stands on the failed batches' extremes (logit_models.py)."""
+SEPARATED = (
+    "the depth median landed on the extremes that stand for batches without a finite MLE: too many batches "
+    "were separated (a rare outcome or level among too few rows a batch); declare fewer columns or use "
+    "method='newton' or 'histogram'"
+)
 
 
 def batch_fit(q: float | None, jackknife: bool, link: str | None = None) -> BatchFit:
