@@ -4,8 +4,9 @@ The release (dpstats/mechanisms/newton/steps.py), on the design scaled to [-1, 1
 by the declared bounds (dpstats/mechanisms/newton/scaling.py): the Gram matrix
 times the curvature's bound, which majorises the curvature sum at every iterate
 (Böhning & Lindsay 1988), then ``steps - 1`` steps from 0 with it (monotone, they
-cannot overshoot), then the curvature at the last iterate and one Newton step with
-it. The point's budget is split by basic composition (``SHARES``): the last score
+cannot overshoot), then Newton steps at the released curvature of each iterate: one,
+and up to ``MAX_NEWTON`` where ``n eps / p^2`` is large (:func:`newton_steps`), so that
+the limit at a huge eps is the MLE. The point's budget is split by basic composition (``SHARES``): the last score
 gets the largest part (its noise is what the estimate keeps), the earlier ones
 share 0.35 equally. Every release is the float-safe Laplace mechanism, so the
 guarantee is pure eps-DP as implemented (``proven``).
@@ -42,6 +43,8 @@ DEFAULTS: dict[str, object] = {"steps": 5}
 SHARES = {"gram": 0.15, "curvature": 0.15, "last score": 0.35}
 """The point budget's parts: the Gram bound, the curvature at the last iterate, the last score; the earlier
 scores share the rest (0.35) equally."""
+POLISH_LOAD = 1e4
+MAX_NEWTON = 4
 FLOOR = 1e-3
 """The curvature's eigenvalues are raised to ``FLOOR n w_max``, and to its noise's floor (public), before it is
 inverted (dpstats/mechanisms/newton/steps.py)."""
@@ -77,9 +80,18 @@ def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> Non
     check_options(options)
 
 
-def budget(eps: float, steps: int) -> dict[str, float]:
-    """Each release's eps (``SHARES``; module docstring)."""
-    parts = {name: share * eps for name, share in SHARES.items()}
+def newton_steps(n: int, eps: float, p: int) -> int:
+    """How many Newton steps end the iteration: 1, and one more for each factor of 10 by which
+    ``n eps / p^2`` exceeds ``POLISH_LOAD`` (at most ``MAX_NEWTON``): where the noise is small the last
+    iterate reaches the MLE rather than one Newton step from the Gram bound's iterate (public facts only)."""
+    load = n * eps / p**2
+    return 1 + int(min(MAX_NEWTON - 1, max(0.0, np.floor(np.log10(load / POLISH_LOAD))))) if load > 0 else 1
+
+
+def budget(eps: float, steps: int, newton: int = 1) -> dict[str, float]:
+    """Each release's eps (``SHARES``; module docstring); the Newton steps share the curvature's and the last
+    score's parts equally."""
+    parts = {name: share * eps / (newton if name != "gram" else 1) for name, share in SHARES.items()}
     parts["early scores"] = (1.0 - sum(SHARES.values())) * eps / (steps - 1)
     return parts
 
@@ -95,16 +107,18 @@ def fit(
     n, p = Z.shape
     blocks = design.one_hot_blocks
     floor = FLOOR * n * CURVATURE_MAX[binary.name]
-    parts = budget(float(privacy.eps), steps)
+    newton = newton_steps(n, float(privacy.eps), p)
+    parts = budget(float(privacy.eps), steps, newton)
     gram = noisy_curvature(binary, Z, y, None, parts["gram"], rng)
     bound = repaired(gram, max(floor, noise_floor(binary, p, parts["gram"])))
     theta = np.zeros(p)
     for _ in range(steps - 1):
         theta = theta + newton_step(bound, noisy_score(binary, Z, y, theta, parts["early scores"], blocks, rng))
-    curvature = noisy_curvature(binary, Z, y, theta, parts["curvature"], rng)
     last_floor = max(floor, noise_floor(binary, p, parts["curvature"]))
-    H = repaired(curvature, last_floor)
-    theta = theta + newton_step(H, noisy_score(binary, Z, y, theta, parts["last score"], blocks, rng))
+    for _ in range(newton):
+        curvature = noisy_curvature(binary, Z, y, theta, parts["curvature"], rng)
+        H = repaired(curvature, last_floor)
+        theta = theta + newton_step(H, noisy_score(binary, Z, y, theta, parts["last score"], blocks, rng))
     inverse = np.linalg.inv(H)
     b = score_sensitivity(binary, p, blocks) / parts["last score"]
     cov_scaled = inverse + 2.0 * b**2 * inverse @ inverse
@@ -113,8 +127,8 @@ def fit(
         notion="pure",
         eps=float(privacy.eps),
         split=(
-            ("scores", parts["early scores"] * (steps - 1) + parts["last score"]),
-            ("curvatures", parts["gram"] + parts["curvature"]),
+            ("scores", parts["early scores"] * (steps - 1) + parts["last score"] * newton),
+            ("curvatures", parts["gram"] + parts["curvature"] * newton),
         ),
     )
     return Release(
@@ -122,6 +136,6 @@ def fit(
         cov=J @ cov_scaled @ J.T,
         privacy=spent,
         se_note=SE_NOTE,
-        hyperparameters={"steps": steps},
+        hyperparameters={"steps": steps, "newton steps": newton},
         bias=SHRINKAGE if np.linalg.eigvalsh(curvature)[0] < WEAK * last_floor else None,
     )
