@@ -94,6 +94,32 @@ spread of that corrected estimate. Binning bias is not covered: the default
 bins undersmooth the paper's rule so that it stays small next to the
 intervals' width (x 1.5 bins per axis for least squares, x 3 for quantiles).
 
+Logit and probit (``dp_logit`` / ``dp_probit``, the mechanism's ``link=``;
+Lei 2011, section 3.1, whose logistic example meets (A1)-(A3)): the release
+is unchanged -- the noisy counts and, with ``moment_share``, the cells' noisy
+means -- and the fit on its cells is a weighted binary MLE, the thresholded
+counts clipped at 0 as weights and the cells' points as rows
+(dpstats.glm.mle.fit_mle; dpstats/mechanisms/histogram/weighted_fits.py),
+post-processing only. The response is an axis of its own: a 0/1 response
+(a comparison such as ``I(affairs > 0)``, or declared in ``integers``) has
+two cells, 0 and 1, Lei's product cells ``B_r x {0, 1}``; a fractional one K
+bins and a cell at each bound, placed at its cells' noisy means
+(dpstats/mechanisms/histogram/binary_response.py). The default bins are
+coarser than for least squares (``0.75 K`` of Lei's rule while the noise
+rule binds: fewer cells erode fewer of a rare outcome's sparse cells, and
+at the cells' means coarse bins cost little binning bias). The intervals are
+the delta method for the MLE with the thresholding's bias corrected from the
+raw noisy counts (dpstats/mechanisms/histogram/binary_inference.py): on
+simulated logits and probits with a base rate of 10% and three regressors
+(n = 1,000 to 100,000, eps = 1 and 5, 200 data sets each;
+benchmarks/bench_histogram_logit.py) the 95% intervals covered the true
+coefficients in 0.92-0.98 of the data sets (48 rates, spread as binomial
+noise around 0.95 would be: 1.5 points at 200 data sets), 1.1-4.3 times
+Logit's width. The estimate keeps the thresholding's bias, which the
+intervals cover (up to 2 sd at n = 100,000); the binning bias is named as for
+the other fits. At eps = 1e9 with bins that hold one value each, the fit is
+statsmodels' Logit and Probit on fair (1e-6) with its HC0 standard errors.
+
 The public layout, the default number of bins (the paper's rule of thumb,
 section 4.3, its undersmoothing, and a cap on the expected weight of the
 noise in cells without rows), the bound cells and the thresholding rules are
@@ -109,7 +135,7 @@ SPEC = MechanismSpec(
     name="histogram",
     title="Perturbed histogram (weighted fit on cell centres)",
     citation="Lei (2011), Algorithm 1 with enhanced thresholding (section 4.2)",
-    estimators=frozenset({"ols", "quantreg"}),
+    estimators=frozenset({"ols", "quantreg", "logit", "probit"}),
     needs_bounds=True,
     max_slopes=None,
     needs_delta=False,

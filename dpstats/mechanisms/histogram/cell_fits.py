@@ -2,12 +2,14 @@
 
 The design of the formula is evaluated at the cell centres (numeric
 variables) and levels (categorical ones) by a public ``encode`` map handed
-over by the front end, and fitted by weighted least squares or weighted
-quantile regression with the thresholded noisy counts as weights
-(dpstats/mechanisms/histogram/weighted_fits.py); see the family's docstring
+over by the front end, and fitted by weighted least squares, weighted
+quantile regression or a weighted logit or probit MLE with the thresholded
+noisy counts as weights (dpstats/mechanisms/histogram/weighted_fits.py; the
+last two clip them at 0, Algorithm 1'); see the family's docstring
 (dpstats/mechanisms/histogram/__init__.py) for the response modes and
 Sheppard's correction. Every fit carries its standard errors and intervals
-(dpstats/mechanisms/histogram/inference.py), post-processing too.
+(dpstats/mechanisms/histogram/inference.py, binary_inference.py),
+post-processing too.
 
 The fallback to Algorithm 1'. Enhanced thresholding (or a cut-off ``A``)
 zeroes every noisy count below ``A log(n) / eps``. On few rows a sparse bin
@@ -35,8 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ...glm.links import LINKS, get_link
 from ...privacy.accounting import PrivacySpent
 from ..base import Release
+from .binary_inference import binary_intervals
 from .cell_means import CellMeans, Encode, place, response_widths, unit_steps
 from .inference import (
     SE_NOTE,
@@ -54,6 +58,7 @@ from .weighted_fits import (
     WeightedFit,
     identifies,
     response_intervals,
+    weighted_binary_mle,
     weighted_least_squares,
     weighted_quantile_regression,
     weighted_quantile_regression_binned,
@@ -110,6 +115,8 @@ def fit_cells(
 ) -> tuple[WeightedFit, str | None]:
     """The weighted fit on the cells, and the quantile-regression mode used (module docstring).
 
+    ``estimator``: "ols", "quantreg", or a link of :data:`dpstats.glm.links.LINKS` (a weighted binary MLE).
+
     ``widths`` are the cells' widths along the response (0 at a bound's
     cell), None when the response is not a binned column (a transform),
     which rules out ``"integrated"``. ``correction`` is subtracted from
@@ -117,6 +124,8 @@ def fit_cells(
     """
     if estimator == "ols":
         return weighted_least_squares(X, y, weights, correction), None
+    if estimator in LINKS:
+        return weighted_binary_mle(get_link(estimator), X, y, weights), None
     if response == "integrated" and widths is None:
         raise ValueError(
             "response='integrated' needs the formula's response to be a numeric column of the histogram; "
@@ -157,7 +166,8 @@ def cell_intervals(
     """The standard errors and intervals of a fit on the cells of ``names`` (inference.py).
 
     The weights' moments are taken per cell of the release, at its released
-    weight, and summed over the cells the fit pools, like the weights.
+    weight, and summed over the cells the fit pools, like the weights (a
+    binary fit's: the raw noisy counts and their variances, binary_inference.py).
     ``moves`` are the noisy points' moves
     (dpstats/mechanisms/histogram/cell_means.py). A
     least-squares fit on a sparse layout says in its note that its intervals
@@ -166,10 +176,13 @@ def cell_intervals(
     p = X.shape[1]
     if fit.failed:
         return Intervals(np.full((p, p), np.nan), None, SE_NOTE)
-    clip = estimator == "quantreg"
+    clip = estimator != "ols"
     weights = hist.weights(policy)
     if clip:
         weights = np.maximum(weights, 0.0)
+    if estimator in LINKS:
+        pooled = [hist.sum_over(names, values) for values in (weights, hist.counts, hist.count_variances())]
+        return binary_intervals(X, y, *pooled, fit.params, get_link(estimator), moves, hist.postprocessing())
     model = hist.count_model(policy, clip)
     problem = CellProblem(
         X=X,
@@ -234,7 +247,7 @@ def _fit_with(
     corrected: Sequence[str],
 ) -> CellFit:
     """:func:`fit_on_cells` with the thresholding ``policy``, and Sheppard's correction of the ``corrected`` columns."""
-    cells, weights = hist.marginal(names, policy, clip=estimator == "quantreg")
+    cells, weights = hist.marginal(names, policy, clip=estimator != "ols")
     means = hist.cell_means(names)
     points = cells if means is None else place(cells, hist.layout, names, means)
     y, X = encode(points)

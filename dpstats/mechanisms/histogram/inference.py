@@ -226,7 +226,7 @@ def sparse_layout_note(n: int, cells: int, cut: float) -> str:
     return SPARSE_NOTE.format(rows=rows, cut=cut) if cut > 0.0 and rows < cut else ""
 
 
-def _normal_draws(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
+def normal_draws(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
     """``REPLICATES`` draws of N(mean, cov) for a symmetric ``cov`` (negative eigenvalues clipped)."""
     values, vectors = np.linalg.eigh((cov + cov.T) / 2.0)
     root = vectors * np.sqrt(np.maximum(values, 0.0))
@@ -297,7 +297,7 @@ def least_squares_intervals(problem: CellProblem, params: np.ndarray, rng: np.ra
     for move in problem.moves:
         step = _statistic_steps(problem, move, upper)
         cov += move.covariance(np.hstack([problem.weights[:, None] * step, problem.mapped[:, None] * step]))
-    draws = _normal_draws(rng, mean, cov)
+    draws = normal_draws(rng, mean, cov)
     refits = _solve(np.concatenate([draws[:, :dim], draws[:, dim:]]), p, upper)
     corrected = 2.0 * refits[:REPLICATES] - refits[REPLICATES:]
     replicates = params + (corrected - centre)
@@ -376,5 +376,5 @@ def quantile_intervals(
         step = w[:, None] * (move.dX * gap[:, None] + X * (density * (move.dX @ params - move.dy))[:, None])
         spread += move.covariance(step)
     cov = inverse @ spread @ inverse.T
-    replicates = params + (_normal_draws(rng, mean, cov) - centre)
+    replicates = params + (normal_draws(rng, mean, cov) - centre)
     return Intervals(replicate_covariance(replicates), replicates, SE_NOTE)

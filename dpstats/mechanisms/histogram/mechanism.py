@@ -1,4 +1,4 @@
-"""``method="histogram"``: OLS and quantile regression from a perturbed histogram (Lei 2011).
+"""``method="histogram"``: OLS, quantile regression, logit and probit from a perturbed histogram (Lei 2011).
 
 ``dp_ols(..., method="histogram")`` and ``dp_quantreg(..., method="histogram")``
 with ``moment_share=0`` are shortcuts for ``noisy_histogram(...)`` over the
@@ -54,6 +54,13 @@ releases one histogram per quantile; one ``noisy_histogram`` followed by
 Standard errors and intervals: a bias-corrected parametric bootstrap of the
 released histogram, post-processing that spends nothing
 (dpstats/mechanisms/histogram/inference.py); ``se_share`` is not used.
+
+``dp_logit`` and ``dp_probit`` (``fit(..., link="logit")`` or ``"probit"``)
+release the same histogram, with the response's 0 and 1 as two cells of
+their own where that is public (binary_response.py), and fit a weighted
+binary MLE on its cells, with delta-method intervals corrected for the
+thresholding from the raw noisy counts (binary_inference.py); an integer
+``bins`` is for the regressors then, a 0/1 response keeping its two cells.
 """
 
 from __future__ import annotations
@@ -65,9 +72,11 @@ import numpy as np
 import pandas as pd
 
 from ...design.matrix import Design
+from ...glm.links import LINKS, get_link
 from ...privacy.accounting import check_share
 from ..base import PrivacyRequest, Release
 from ..quantiles import check_quantile
+from .binary_response import response_cells
 from .cell_fits import CellFit, Encode, as_release, check_response, fit_on_cells
 from .cell_means import DEFAULT_SHARE, mean_axes
 from .layout import (
@@ -103,16 +112,18 @@ def fit(
     bound_cells: bool | list[str] = False,
     response: str = "auto",
     q: float | None = None,
+    link: str | None = None,
     moment_share: float | None = None,
 ) -> Release:
     """Release a perturbed histogram of ``design`` and fit on it (module docstring).
 
-    ``q=None`` fits least squares; a number in (0, 1) fits that quantile, with
-    the ``response`` mode of :meth:`dpstats.api.histogram_release.NoisyHistogram.quantreg`.
+    ``q=None`` and ``link=None`` fit least squares; a number ``q`` in (0, 1) fits that quantile, with
+    the ``response`` mode of :meth:`dpstats.api.histogram_release.NoisyHistogram.quantreg`; ``link="logit"``
+    or ``"probit"`` a weighted binary MLE (binary_response.py, binary_inference.py).
     """
     threshold = check_threshold(threshold)
     response = check_response(response)
-    estimator, q = ("ols", None) if q is None else ("quantreg", check_quantile(q))
+    estimator, q = check_estimator(q, link)
     share = check_moment_share(moment_share, bool(sheppard))
     if design.variables is not None:
         hist, cell_fit = _fit_variables(
@@ -125,6 +136,16 @@ def fit(
             design, privacy.eps, rng, bins, threshold, estimator, q, response, bound_cells, share
         )
     return as_release(cell_fit, hist.privacy)
+
+
+def check_estimator(q: object, link: object) -> tuple[str, float | None]:
+    """The estimator of ``q`` and ``link`` ("ols", "quantreg", "logit" or "probit") and the checked quantile;
+    public arguments only."""
+    if link is not None:
+        if q is not None:
+            raise ValueError("a binary fit (link=) takes no quantile q")
+        return get_link(link).name, None
+    return ("ols", None) if q is None else ("quantreg", check_quantile(q))
 
 
 def check_moment_share(moment_share: object, sheppard: bool) -> float:
@@ -187,17 +208,23 @@ def _fit_variables(
     bound_cells: bool | list[str],
     share: float,
 ) -> tuple[HistogramRelease, CellFit]:
-    """The histogram over the formula's variables, and the design fitted on its cells."""
+    """The histogram over the formula's variables, and the design fitted on its cells; a binary fit's response
+    has two cells when it is 0/1, else bins and a cell at each bound (binary_response.py)."""
     variables = design.variables
-    frame = variables.frame
-    names = list(frame.columns)
+    names = list(variables.frame.columns)
+    y_name = variables.response_axis or design.y_name
     ends = check_bound_cells(bound_cells, [c for c in names if c not in variables.levels])
+    integers, whole = variables.integers, False
+    if estimator in LINKS:
+        ends, integers, whole = response_cells(variables, y_name, ends, integers)
 
     def layout_with(eps_counts: float, means: bool) -> HistogramLayout:
         def with_bins(k: int | dict[str, int] | None) -> HistogramLayout:
+            if whole and isinstance(k, int):  # a 0/1 response keeps its two cells
+                k = {c: k for c in names if c not in variables.levels and c != y_name}
             return build_layout(
                 names, variables.bounds, variables.levels, k, design.n, eps_counts, estimator, ends, threshold,
-                variables.integers, means,
+                integers, means,
             )  # fmt: skip
 
         layout = with_bins(bins)
@@ -205,18 +232,9 @@ def _fit_variables(
 
     hist = _release(design, lambda d: d.variables.frame, layout_with, eps, share, threshold, rng)
     cell_fit = fit_on_cells(
-        hist,
-        estimator,
-        names,
-        variables.response,
-        variables.encode,
-        design.term_names,
-        variables.response_axis or design.y_name,
-        q,
-        None,
-        response,
+        hist, estimator, names, variables.response, variables.encode, design.term_names, y_name, q, None, response,
         sheppard,
-    )
+    )  # fmt: skip
     return hist, cell_fit
 
 
@@ -264,6 +282,8 @@ def _fit_columns(
     bounds = {design.y_name: design.y_bounds}
     bounds.update({design.term_names[j]: tuple(design.x_bounds[j]) for j in slopes})
     ends = check_bound_cells(bound_cells, names)
+    if estimator in LINKS:
+        ends = response_cells(None, design.y_name, ends, ())[0]
 
     def frame_of(d: Design) -> pd.DataFrame:
         return pd.DataFrame({d.y_name: d.y, **{d.term_names[j]: d.X[:, j] for j in slopes}})

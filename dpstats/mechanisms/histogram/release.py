@@ -142,6 +142,12 @@ class HistogramRelease:
         c = self.cutoff(threshold)
         return count_model(max(c, 0.0) if clip else c, 2.0 / self.eps)
 
+    def count_variances(self) -> np.ndarray:
+        """Per cell, an unbiased estimate of its noisy count's variance ``mu + 2 s^2`` (Poisson rows, Laplace
+        noise of scale ``s = 2 / eps``): the count plus ``2 s^2``, clipped at 0 (dpstats/mechanisms/histogram/
+        binary_inference.py)."""
+        return np.maximum(self._counts + 2.0 * (2.0 / self.eps) ** 2, 0.0)
+
     def postprocessing(self) -> np.random.Generator:
         """A fresh copy of the release's post-processing stream (fresh OS entropy if the release has none)."""
         return make_rng(None) if self._postprocessing is None else copy.deepcopy(self._postprocessing)

@@ -1,4 +1,4 @@
-"""Weighted least squares and weighted quantile regression on public points.
+"""Weighted least squares, weighted quantile regression and weighted binary MLE on public points.
 
 The estimation step of Lei (2011), Algorithm 1: the perturbed histogram is a
 set of public points (the cell centres ``a_r``) with weights (the noisy counts
@@ -40,7 +40,15 @@ post-processing of the released histogram.
   through p cell centres, so the estimates move in steps of the bin width;
   integrating along the response removes that (benchmarks/bench_histogram.py).
 
-Neither fit raises on a property of the weights: a failure is returned as a
+* Logit and probit: ``max_b sum_r w_r l(y_r, x_r'b)`` with the (quasi-)log-likelihood
+  ``l(y, eta) = y log F(eta) + (1 - y) log(1 - F(eta))``: Lei's section 3.1
+  example, whose contrast ``m = -l`` meets (A1)-(A3), solved by Newton's method
+  (:func:`dpstats.glm.mle.fit_mle`) on the columns rescaled like quantile
+  regression's. The weights must be >= 0 (a negative one makes the objective
+  unbounded, as for the check loss). Without a finite maximiser (the retained
+  cells separate the two responses) or without convergence the fit fails.
+
+No fit raises on a property of the weights: a failure is returned as a
 :class:`WeightedFit` with ``failed=True`` and a reason (docs/DESIGN.md section 2:
 failure is an output).
 """
@@ -54,6 +62,8 @@ import scipy.linalg
 from scipy import sparse
 from scipy.optimize import linprog, minimize
 
+from ...glm.links import Link
+from ...glm.mle import fit_mle
 from ..quantiles import check_function
 
 # A cross-product matrix whose Jacobi-scaled condition number exceeds this is
@@ -65,6 +75,13 @@ NOT_PD = (
     "the weighted cross-product matrix X'WX is not positive definite (a term has no retained cell, "
     "or negative noisy counts dominate): the weighted least-squares objective has no unique minimiser"
 )
+NO_MLE = (
+    "the weighted likelihood on the retained cells has no finite maximiser (they separate the responses) or "
+    "Newton's method did not converge"
+)
+MAX_SCALED_COEFFICIENT = 1e3
+"""A binary fit whose coefficient on a column rescaled to at most 1 in absolute value exceeds this has run off
+to infinity (a linear index of 1,000 is a probability of ``1 - e^-1000``): it failed."""
 NOT_IDENTIFIED = "the cells with positive weight do not identify every coefficient (a term has no retained cell)"
 
 
@@ -283,3 +300,31 @@ def _newton_polish(objective, beta: np.ndarray, Xs, ws, a, b, steps: int = 50) -
         if converged:
             break
     return beta
+
+
+def weighted_binary_mle(link: Link, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> WeightedFit:
+    """Maximise ``sum_r w_r l(y_r, x_r'b)``, the weighted (quasi-)log-likelihood of ``link`` (module docstring).
+
+    Weights must be non-negative (rows of weight 0 are dropped); the columns
+    are rescaled by their largest absolute value and the weights by their sum,
+    as for :func:`weighted_quantile_regression`. ``stats`` holds the observed
+    information ``-d^2/db^2`` of the weighted log-likelihood at the fit, and
+    ``objective`` is minus that log-likelihood.
+    """
+    X, y, w = _check_inputs(X, y, w)
+    if np.any(w < 0):
+        raise ValueError("a weighted binary MLE needs non-negative weights (clip them first)")
+    p = X.shape[1]
+    keep = w > 0
+    if not np.any(keep):
+        return _failed(p, NO_WEIGHT)
+    X, y, w = X[keep], y[keep], w[keep]
+    if not identifies(X):
+        return _failed(p, NOT_IDENTIFIED)
+    Xs, x_scale, ws = _scaled_points(X, w)
+    mle = fit_mle(link, Xs, y, ws, max_abs=MAX_SCALED_COEFFICIENT)
+    if mle.failed:
+        return _failed(p, NO_MLE)
+    params = mle.params / x_scale
+    information = mle.information * w.sum() / np.outer(x_scale, x_scale)
+    return WeightedFit(params, stats={"information": information}, objective=float(-w @ link.loglik(y, X @ params)))
