@@ -44,6 +44,11 @@ expectation; but the batches that fail are the ones with the fewest events, so
 a large share of failures biases the median of the others.
 dpstats/mechanisms/tukey/default_m.py therefore sizes binary batches so that
 failures are rare (:func:`~.default_m.binary_batch_rows`).
+
+The intervals are the family's (dpstats/mechanisms/tukey/inference.py: the
+released spread of the fits scaling the exact law of the median and the
+sampler on an idealised cloud), with the skew allowance
+:data:`~.inference.BINARY_SKEW` by default.
 """
 
 from __future__ import annotations

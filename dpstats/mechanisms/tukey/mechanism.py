@@ -227,12 +227,12 @@ def fit(
     batch q-th quantile regressions when ``q`` is given (``dp_quantreg``; not jackknifed), or on batch
     bias-corrected MLEs of ``link`` ("logit" or "probit": ``dp_logit`` / ``dp_probit``). The intervals allow
     for the median of fits whose rows have skewness up to ``skew`` (dpstats/mechanisms/tukey/inference.py,
-    step 3); None is :data:`.inference.SKEW` for OLS and quantile fits, and 0 for the binary fits, which are
-    corrected towards median-unbiasedness batch by batch (dpstats/mechanisms/tukey/logit_models.py)."""
+    step 3); None is :data:`.inference.SKEW` for OLS and quantile fits and :data:`.inference.BINARY_SKEW` for
+    the binary fits."""
     n, d = design.n, design.n_columns
     binary = link is not None
     if skew is None:
-        skew = 0.0 if binary else inference.SKEW
+        skew = inference.BINARY_SKEW if binary else inference.SKEW
     share = privacy.share(inference.default_share(n, d, privacy.eps, privacy.delta, m, binary))
     point_privacy = PrivacyRequest(privacy.eps * (1.0 - share), privacy.delta)
     rule = "given" if m is not None else "default"
