@@ -8,7 +8,8 @@ The mechanisms (``method=``): ``"histogram"`` (Lei 2011, section 3.1: a weighted
 MLE on the released cells), ``"tukey"`` (Amin et al. 2023: Tukey depth over batch
 MLEs, delta > 0), ``"kng"`` (Reimherr & Awan 2019 on the log-likelihood) and
 ``"objective"`` (objective perturbation: Chaudhuri, Monteleoni & Sarwate 2011;
-Kifer, Smith & Thakurta 2012); ``"auto"`` chooses by dpstats/planning/binary_choice.py.
+Kifer, Smith & Thakurta 2012) and ``"newton"`` (DP Newton's method: Avella-Medina, Bradshaw & Loh 2023);
+``"auto"`` chooses by dpstats/planning/binary_choice.py.
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ def dp_logit(
     formula, data, eps, bounds, levels, delta, random_state, missing, se_share, budget, force, target, integers,
     unit, max_rows : as for :func:`dpstats.dp_ols`. The response needs no declared bounds (it lives in [0, 1]);
         every numeric regressor does, also for ``method="tukey"`` (the marginal effects' release reads them).
-    method : ``"auto"`` or one of ``"histogram"``, ``"tukey"``, ``"kng"``, ``"objective"``.
+    method : ``"auto"`` or one of ``"newton"``, ``"histogram"``, ``"tukey"``, ``"kng"``, ``"objective"``.
+    integers : as for :func:`dpstats.dp_ols`; naming a bare response column there declares it 0/1 (a comparison
+        such as ``I(hours > 0)`` is 0/1 already), and the histogram then gives it a cell per value instead of
+        bins for a fractional response.
     margins_share : the part of eps spent on what the average marginal effects need (``res.get_margeff()``,
         dpstats/glm/at_fit.py); default 0.05, 0 spends nothing on them.
     **options : the mechanism's hyperparameters.

@@ -424,13 +424,13 @@ def build_design(
     data = check_data(data, min_rows)
     missing = check_missing(missing)
     bounds = _normalized_bounds(check_bounds(bounds))
-    whole = check_integers(integers, bounds)
     lhs_vars, rhs_vars, levels = admitted_variables(formula, data.columns, levels)
     variables = lhs_vars + [v for v in rhs_vars if v not in lhs_vars]
-
     if binary:  # a bare response column lives in [0, 1]; a comparison's variable keeps its own declaration
         bare = formula.split("~", 1)[0].strip()
         bounds = {**{v: BINARY_BOUNDS for v in lhs_vars if v == bare and v not in bounds and v not in levels}, **bounds}
+    whole = check_integers(integers, bounds)
+
     schema = tuple((name, bounds.get(name), levels.get(name)) for name in variables)
     y_info, x_info = _design_infos(formula, schema)
     _check_declared_categories(x_info, levels, variables)
@@ -506,7 +506,7 @@ def _binary_variables(
         levels={k: v for k, v in levels.items() if k in rhs_vars},
         encode=partial(_encode_binary, x_info, rhs_vars, levels, scale, name),
         response_axis=name,
-        integers=tuple(v for v in whole if v in rhs_vars),
+        integers=tuple(v for v in whole if v in rhs_vars) + ((name,) if name in whole else ()),
     )
 
 
