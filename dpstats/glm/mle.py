@@ -6,8 +6,8 @@ reference. Both log-likelihoods are concave in the coefficients, so Newton's
 method with step halving on the (weighted) log-likelihood converges from zero
 whenever a finite maximiser exists. It does not exist under (quasi-)complete
 separation, the trap of a small batch: the coefficients then run off to
-infinity. A fit that has not converged within ``max_iter`` steps, or whose
-coefficients exceed ``max_abs``, is returned as failed (an output, never an
+infinity. A fit that has not converged within ``max_iter`` steps, whose
+coefficients exceed ``max_abs``, or whose Hessian overflows, is returned as failed (an output, never an
 exception: docs/DESIGN.md section 2).
 """
 
@@ -65,6 +65,7 @@ def fit_mle(
     batches, _, p = X.shape
     theta = np.zeros((batches, p))
     done = np.zeros(batches, dtype=bool)
+    broken = np.zeros(batches, dtype=bool)
     eye = np.eye(p)
     value = objective(link, X, y, w, theta, ridge)
     iterations = 0
@@ -73,6 +74,10 @@ def fit_mle(
         eta = np.einsum("bmp,bp->bm", X, theta)
         gradient = np.einsum("bm,bmp->bp", w * link.score_factor(y, eta), X) - ridge * theta
         hessian = np.einsum("bm,bmp,bmq->bpq", w * link.curvature(y, eta), X, X) + ridge * eye
+        overflow = ~np.isfinite(hessian).all(axis=(1, 2)) | ~np.isfinite(gradient).all(axis=1)
+        hessian[overflow], gradient[overflow] = eye, 0.0  # such a fit stops here and fails (below)
+        broken |= overflow
+        done |= overflow
         step = np.einsum("bpq,bq->bp", np.linalg.pinv(hessian, hermitian=True), gradient)
         step[done] = 0.0
         theta, value, moved = _halved(link, X, y, w, theta, value, step, ridge)
@@ -80,7 +85,9 @@ def fit_mle(
         done |= small | ~moved
     eta = np.einsum("bmp,bp->bm", X, theta)
     information = np.einsum("bm,bmp,bmq->bpq", w * link.curvature(y, eta), X, X) + ridge * eye
-    failed = ~done | ~np.all(np.isfinite(theta), axis=1) | (np.max(np.abs(theta), axis=1) > max_abs)
+    broken |= ~np.isfinite(information).all(axis=(1, 2))
+    information[broken] = eye
+    failed = broken | ~done | ~np.all(np.isfinite(theta), axis=1) | (np.max(np.abs(theta), axis=1) > max_abs)
     failed |= np.linalg.matrix_rank(information, hermitian=True) < p
     params = np.where(failed[:, None], np.nan, theta)
     if one:

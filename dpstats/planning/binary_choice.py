@@ -11,13 +11,15 @@ prediction (its summary says so):
   (benchmarks/bench_logit.py: CPS1988, 28,155 rows and p = 5, is above at eps = 1;
   statsmodels' fair, 6,366 rows and p = 7, below at eps = 5, where the
   histogram's error is a fifth of Newton's);
-* otherwise, with ``delta > 0`` and at least ``TUKEY_ROWS_PER_COLUMN`` rows per
-  design column, Tukey depth over batch MLEs (Amin et al. 2023);
 * otherwise the perturbed histogram (Lei 2011, section 3.1), pure and proven.
 
-Objective perturbation and KNG sample continuous laws in floating point
-(their releases are not proven, dpstats/privacy/noise.py's ``FLOAT_CAVEAT``):
-auto never chooses them.
+Tukey depth over batch MLEs (delta > 0) is not a candidate: its batches need
+about 20 rows per coefficient not to separate, and propose-test-release then
+passes only from about 80,000 rows at four coefficients and eps = 1
+(benchmarks/bench_tukey_logit.py), where Newton's load is far above its threshold.
+Objective perturbation and KNG sample continuous laws in floating point (their
+releases are not proven, dpstats/privacy/noise.py's ``FLOAT_CAVEAT``): auto never
+chooses them.
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ from .selection import Choice
 
 NEWTON_MIN = 1000.0
 """The least ``n eps / p^2`` at which auto takes DP Newton's method (module docstring)."""
-TUKEY_ROWS_PER_COLUMN = 500
-"""Rows per design column below which Tukey's batches are too small for their MLEs (separation)."""
 RULE = "the binary rule of dpstats/planning/binary_choice.py; no calibrated prediction"
 
 
@@ -38,17 +38,10 @@ def choose_binary(facts: PublicFacts, allowed: Collection[str] | None = None) ->
     """The mechanism for a binary-response call (module docstring), among ``allowed`` (None: all)."""
     columns = facts.slopes + int(facts.intercept)
     load = facts.n * facts.eps / columns**2
-
-    def may(method: str) -> bool:
-        return allowed is None or method in allowed
-
-    if load >= NEWTON_MIN and may("newton"):
+    if load >= NEWTON_MIN and (allowed is None or "newton" in allowed):
         reason = f"n eps / p^2 = {load:.0f} >= {NEWTON_MIN:g}: DP Newton's method, pure and proven ({RULE})"
         return Choice("newton", {}, reason, (), ())
-    if facts.delta > 0 and may("tukey") and facts.n >= TUKEY_ROWS_PER_COLUMN * columns:
-        reason = f"delta > 0 and {facts.n} rows for {columns} columns: Tukey depth over batch MLEs ({RULE})"
-        return Choice("tukey", {}, reason, (), ())
-    if not may("histogram"):
-        raise ValueError(f"no mechanism among {sorted(allowed or ())} fits this binary response")
+    if allowed is not None and "histogram" not in allowed:
+        raise ValueError(f"no mechanism among {sorted(allowed)} fits this binary response")
     reason = f"n eps / p^2 = {load:.0f}: the perturbed histogram (Lei 2011, section 3.1), pure and proven ({RULE})"
     return Choice("histogram", {}, reason, (), ())
