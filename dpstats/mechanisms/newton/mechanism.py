@@ -11,11 +11,11 @@ gets the largest part (its noise is what the estimate keeps), the earlier ones
 share 0.35 equally. Every release is the float-safe Laplace mechanism, so the
 guarantee is pure eps-DP as implemented (``proven``).
 
-Standard errors, post-processing of the release: ``H^{-1}`` (the inverse of the
-released curvature sum at the last iterate, repaired to be positive definite: the
-model's information, as statsmodels' Logit reports) plus the last score's noise
-mapped through it, ``H^{-1} diag(2 b^2) H^{-1}`` with ``b`` its Laplace scale;
-both mapped back to the user's units exactly. Nothing of the budget goes to them.
+Standard errors, post-processing of the release (dpstats/mechanisms/newton/inference.py):
+``H^{-1}`` (the inverse of the released curvature at the last iterate: the model's
+information) plus the second moment of the privacy error, simulated by rerunning the
+iteration on the released values; mapped back to the user's units exactly. Nothing of
+the budget goes to them.
 """
 
 from __future__ import annotations
@@ -26,11 +26,14 @@ import numpy as np
 
 from ...design.matrix import Design
 from ...glm.links import get_link
+from ...privacy import noise
 from ...privacy.accounting import PrivacySpent
 from ..base import PrivacyRequest, Release, refuse_rho
+from .inference import Iteration, privacy_second_moment
 from .scaling import BoxScale
 from .steps import (
     CURVATURE_MAX,
+    curvature_sensitivity,
     newton_step,
     noise_floor,
     noisy_curvature,
@@ -59,8 +62,8 @@ SHRINKAGE = (
     "are shortened and the iteration has not reached the MLE"
 )
 SE_NOTE = (
-    "inverse of the released curvature (the model's information) plus the last noisy score's variance mapped "
-    "through it (post-processing, no budget)"
+    "inverse of the released curvature (the model's information) plus the privacy error's second moment, from "
+    "reruns of the noisy iteration on the released values (post-processing, no budget)"
 )
 
 
@@ -110,7 +113,8 @@ def fit(
     newton = newton_steps(n, float(privacy.eps), p)
     parts = budget(float(privacy.eps), steps, newton)
     gram = noisy_curvature(binary, Z, y, None, parts["gram"], rng)
-    bound = repaired(gram, max(floor, noise_floor(binary, p, parts["gram"])))
+    gram_floor = max(floor, noise_floor(binary, p, parts["gram"]))
+    bound = repaired(gram, gram_floor)
     theta = np.zeros(p)
     for _ in range(steps - 1):
         theta = theta + newton_step(bound, noisy_score(binary, Z, y, theta, parts["early scores"], blocks, rng))
@@ -119,9 +123,19 @@ def fit(
         curvature = noisy_curvature(binary, Z, y, theta, parts["curvature"], rng)
         H = repaired(curvature, last_floor)
         theta = theta + newton_step(H, noisy_score(binary, Z, y, theta, parts["last score"], blocks, rng))
-    inverse = np.linalg.inv(H)
-    b = score_sensitivity(binary, p, blocks) / parts["last score"]
-    cov_scaled = inverse + 2.0 * b**2 * inverse @ inverse
+    run = Iteration(
+        early=steps - 1,
+        newton=newton,
+        gram_scale=curvature_sensitivity(binary, p) / parts["gram"],
+        early_scale=score_sensitivity(binary, p, blocks) / parts["early scores"],
+        curvature_scale=curvature_sensitivity(binary, p) / parts["curvature"],
+        last_scale=score_sensitivity(binary, p, blocks) / parts["last score"],
+        gram_floor=gram_floor,
+        curvature_floor=last_floor,
+    )
+    information = repaired(curvature, floor)  # not raised to the noise's floor: that would shrink the SEs
+    privacy_part = privacy_second_moment(gram, information, theta, run, noise.postprocessing_rng(rng))
+    cov_scaled = np.linalg.inv(information) + privacy_part
     J = scale.jacobian()
     spent = PrivacySpent(
         notion="pure",
