@@ -41,7 +41,7 @@ def test_values_outside_the_unit_interval_and_missing_ones_are_treated_row_wise(
 
 def test_auto_takes_newton_on_many_rows_and_the_histogram_on_few():
     many = dpstats.dp_logit("y ~ x + z", _frame(), eps=1.0, bounds=BOUNDS, random_state=0)
-    few = dpstats.dp_logit("y ~ x + z", _frame(2, 2000), eps=1.0, bounds=BOUNDS, random_state=0)
+    few = dpstats.dp_logit("y ~ x + z", _frame(2, 3000), eps=1.0, bounds=BOUNDS, random_state=0)
     assert (many.method, few.method) == ("newton", "histogram")
     assert "binary rule" in many.method_reason and many.privacy.proven and few.privacy.proven
     assert many.privacy.eps <= 1.0 and few.privacy.eps <= 1.0
@@ -62,6 +62,16 @@ def test_results_read_like_statsmodels_logit():
     np.testing.assert_allclose(frame.to_numpy(), expected.to_numpy(), rtol=0.01, atol=1e-4)
     assert res.to_dict()["margins"]["terms"] == ["x", "z"]
     assert res.tidy()["term"].tolist() == res.term_names and res.glance()["method"].item() == "newton"
+
+
+def test_auto_refuses_before_spending_where_binary_fits_miss_by_half_and_says_what_would_do():
+    budget = PrivacyBudget(eps=1.0)
+    with pytest.raises(dpstats.RefusedBeforeSpending, match="below 300") as refused:
+        dpstats.dp_logit("y ~ x + z", _frame(6, 1000), eps=1.0, bounds=BOUNDS, budget=budget)
+    assert "eps >= 2.7 at n = 1000" in str(refused.value.plan)
+    assert budget.spent["eps"] == 0.0
+    forced = dpstats.dp_logit("y ~ x + z", _frame(6, 1000), eps=1.0, bounds=BOUNDS, force=True, random_state=0)
+    assert forced.method == "histogram"
 
 
 def test_no_margins_share_spends_nothing_on_them_and_says_so():

@@ -482,7 +482,7 @@ def _fit(
         design = replace(design, units=units)
     if spec is None:
         facts = PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share)
-        choice = choose_binary(facts, allowed) if binary else choose(facts, allowed)
+        choice = choose_binary(facts, allowed, plan.force) if binary else choose(facts, allowed)
         reason = choice.reason
         spec = get_mechanism(choice.method, estimator)
         hyper = spec.check_options(choice.options)

@@ -42,10 +42,11 @@ class RefusedBeforeSpending(ValueError):
     """``method="auto"`` declined the call before reading any data; nothing was charged.
 
     ``reason`` says which rule refused it; ``plan`` is the :class:`~dpstats.planning.comparison.MethodComparison`
-    of the call (every mechanism's predicted error, the eps and n each would need).
+    of the call (every mechanism's predicted error, the eps and n each would need), or for a binary call the
+    :class:`~dpstats.planning.binary_choice.BinaryPlan` of its rule.
     """
 
-    def __init__(self, reason: str, plan: MethodComparison) -> None:
+    def __init__(self, reason: str, plan: MethodComparison | object) -> None:
         super().__init__(
             f"refused before spending: {reason}. No data were read and no budget was charged; fit anyway "
             f"with force=True or an explicit method=.\n\n{plan}"
