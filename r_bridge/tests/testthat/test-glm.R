@@ -4,7 +4,7 @@
 # (chosen at that eps) releases glm's MLE, and the perturbed histogram's binned MLE differs from it by 0.1%
 # here (its bins refine with eps: Lei 2011, Theorem 3).
 
-simulated <- function(n = 4000L, link = "logit") {
+simulated <- function(n = 6000L, link = "logit") {
   set.seed(40)
   d <- data.frame(x1 = runif(n), x2 = runif(n), g = sample(c("a", "b"), n, replace = TRUE),
                   stringsAsFactors = FALSE)
@@ -30,7 +30,7 @@ test_that("at eps = 1e9, dp_glm is glm's fit, with glm's names, for both links",
     expect_equal(coef(fit), ref, tolerance = 0.02, info = link)
     expect_identical(dimnames(vcov(fit)), list(names(ref), names(ref)))
     expect_identical(rownames(confint(fit)), names(ref))
-    expect_identical(nobs(fit), 4000L)
+    expect_identical(nobs(fit), 6000L)
     expect_identical(family(fit)$link, link)
   }
 })
@@ -93,7 +93,7 @@ test_that("margins_share is the marginal effects' part of eps; 0 spends nothing 
 test_that("a family other than binomial with a logit or probit link is refused", {
   skip_if_no_dpstats()
   d <- simulated(n = 200L)
-  fit <- function(family) dp_glm(GF, family = family, data = d, eps = 1, bounds = GB, levels = GL)
+  fit <- function(family) dp_glm(GF, family = family, data = d, eps = 1e9, bounds = GB, levels = GL)
   expect_error(fit(gaussian()), "binomial\\(link = \"logit\"\\).*not gaussian.*dp_ols")
   expect_error(fit(poisson), "not poisson\\(link = \"log\"\\)")
   expect_error(fit(binomial(link = "cloglog")), "not binomial\\(link = \"cloglog\"\\)")
@@ -135,7 +135,7 @@ test_that("print, tidy and glance follow dp_ols; only plain values are kept", {
   expect_identical(td$term, names(coef(fit)))
   gl <- broom::glance(fit)
   expect_identical(gl$link, "probit")
-  expect_identical(gl$nobs, 4000L)
+  expect_identical(gl$nobs, 6000L)
 })
 
 test_that("a budget is checked before any column is sent, and charged", {
