@@ -35,10 +35,12 @@ class Iteration:
     early: int
     newton: int
     gram_scale: float
-    early_scale: float
+    unit_score_scale: float
+    unit_curvature_scale: float
     curvature_scale: float
     last_scale: float
     gram_floor: float
+    unit_floor: float
     curvature_floor: float
 
 
@@ -66,11 +68,15 @@ def privacy_second_moment(
     bounds = _noisy(gram, run.gram_scale, run.gram_floor, rng)
     current = np.zeros((REPLICATES, p))
     for _ in range(run.early):
-        score = (theta - current) @ curvature + noise.laplace(rng, run.early_scale, (REPLICATES, p))
+        score = (theta - current) @ curvature + noise.laplace(rng, run.unit_score_scale, (REPLICATES, p))
         current = current + _steps(bounds, score)
-    for _ in range(run.newton):
-        matrices = _noisy(curvature, run.curvature_scale, run.curvature_floor, rng)
-        score = (theta - current) @ curvature + noise.laplace(rng, run.last_scale, (REPLICATES, p))
-        current = current + _steps(matrices, score)
+    for last in [False] * (run.newton - 1) + [True]:
+        if last:
+            matrices = _noisy(curvature, run.curvature_scale, run.curvature_floor, rng)
+            score_noise = noise.laplace(rng, run.last_scale, (REPLICATES, p))
+        else:
+            matrices = _noisy(curvature, run.unit_curvature_scale, run.unit_floor, rng)
+            score_noise = noise.laplace(rng, run.unit_score_scale, (REPLICATES, p))
+        current = current + _steps(matrices, (theta - current) @ curvature + score_noise)
     errors = current - theta
     return errors.T @ errors / REPLICATES

@@ -45,8 +45,8 @@ from .steps import (
 DEFAULTS: dict[str, object] = {"steps": 5}
 SHARES = {"gram": 0.15, "curvature": 0.15, "last score": 0.35}
 """The point budget's parts: the Gram bound, the curvature at the last iterate, the last score; the earlier
-scores share the rest (0.35) equally."""
-POLISH_LOAD = 1e4
+releases share the rest (0.35) equally (:func:`budget`)."""
+POLISH_LOAD = 300.0
 MAX_NEWTON = 4
 FLOOR = 1e-3
 """The curvature's eigenvalues are raised to ``FLOOR n w_max``, and to its noise's floor (public), before it is
@@ -92,10 +92,11 @@ def newton_steps(n: int, eps: float, p: int) -> int:
 
 
 def budget(eps: float, steps: int, newton: int = 1) -> dict[str, float]:
-    """Each release's eps (``SHARES``; module docstring); the Newton steps share the curvature's and the last
-    score's parts equally."""
-    parts = {name: share * eps / (newton if name != "gram" else 1) for name, share in SHARES.items()}
-    parts["early scores"] = (1.0 - sum(SHARES.values())) * eps / (steps - 1)
+    """Each release's eps (``SHARES``; module docstring): the Gram bound, the last curvature and the last score
+    take theirs; the rest is cut into equal units, one for each early score and two (a curvature and a score)
+    for each Newton step before the last."""
+    parts = {name: share * eps for name, share in SHARES.items()}
+    parts["unit"] = (1.0 - sum(SHARES.values())) * eps / ((steps - 1) + 2 * (newton - 1))
     return parts
 
 
@@ -117,20 +118,24 @@ def fit(
     bound = repaired(gram, gram_floor)
     theta = np.zeros(p)
     for _ in range(steps - 1):
-        theta = theta + newton_step(bound, noisy_score(binary, Z, y, theta, parts["early scores"], blocks, rng))
+        theta = theta + newton_step(bound, noisy_score(binary, Z, y, theta, parts["unit"], blocks, rng))
+    unit_floor = max(floor, noise_floor(binary, p, parts["unit"]))
     last_floor = max(floor, noise_floor(binary, p, parts["curvature"]))
-    for _ in range(newton):
-        curvature = noisy_curvature(binary, Z, y, theta, parts["curvature"], rng)
-        H = repaired(curvature, last_floor)
-        theta = theta + newton_step(H, noisy_score(binary, Z, y, theta, parts["last score"], blocks, rng))
+    for last in [False] * (newton - 1) + [True]:
+        eps_curvature, eps_score = (parts["curvature"], parts["last score"]) if last else (parts["unit"],) * 2
+        curvature = noisy_curvature(binary, Z, y, theta, eps_curvature, rng)
+        H = repaired(curvature, last_floor if last else unit_floor)
+        theta = theta + newton_step(H, noisy_score(binary, Z, y, theta, eps_score, blocks, rng))
     run = Iteration(
         early=steps - 1,
         newton=newton,
         gram_scale=curvature_sensitivity(binary, p) / parts["gram"],
-        early_scale=score_sensitivity(binary, p, blocks) / parts["early scores"],
+        unit_score_scale=score_sensitivity(binary, p, blocks) / parts["unit"],
+        unit_curvature_scale=curvature_sensitivity(binary, p) / parts["unit"],
         curvature_scale=curvature_sensitivity(binary, p) / parts["curvature"],
         last_scale=score_sensitivity(binary, p, blocks) / parts["last score"],
         gram_floor=gram_floor,
+        unit_floor=unit_floor,
         curvature_floor=last_floor,
     )
     information = repaired(curvature, floor)  # not raised to the noise's floor: that would shrink the SEs
@@ -141,8 +146,8 @@ def fit(
         notion="pure",
         eps=float(privacy.eps),
         split=(
-            ("scores", parts["early scores"] * (steps - 1) + parts["last score"] * newton),
-            ("curvatures", parts["gram"] + parts["curvature"] * newton),
+            ("scores", parts["unit"] * (steps + newton - 2) + parts["last score"]),
+            ("curvatures", parts["gram"] + parts["unit"] * (newton - 1) + parts["curvature"]),
         ),
     )
     return Release(
