@@ -19,9 +19,10 @@ to statsmodels' Logit fit in the same run.
 
     .venv/bin/python benchmarks/bench_logit.py [--seeds 10] [--methods auto histogram ...]
 
-Verdict lines: auto's spread at most half of diffprivlib's (at eps), its median
-error within 15% at eps 1 and 5% at eps 5, its coverage at least 90%; the time ratio
-at most 10.
+Verdict lines: auto's spread at most half of diffprivlib's at the same guarantee (its
+eps / 2: replacing a row is a removal and an addition, as benchmarks/bench_auto.py
+calibrates it; at its eps, for the issue's measure, too), its median error within 15%
+at eps 1 and 5% at eps 5, its coverage at least 90%; the time ratio at most 10.
 """
 
 from __future__ import annotations
@@ -158,11 +159,13 @@ def main() -> None:
         for eps in args.eps:
             here = result[result["eps"] == eps].set_index("method")
             auto = here.loc["auto"]
-            peer = here["spread / |coef|"].get("diffprivlib", np.nan)
+            peer = here["spread / |coef|"].get("diffprivlib (eps/2)", np.nan)
+            loose = here["spread / |coef|"].get("diffprivlib", np.nan)
             limit = 0.15 if eps <= 1 else 0.05
             print(
-                f"eps {eps:g}: auto spread {auto['spread / |coef|']:.3f} vs diffprivlib {peer:.3f} "
-                f"(<= half: {auto['spread / |coef|'] <= peer / 2}); median error {auto['median rel. error']:.3f} "
+                f"eps {eps:g}: auto spread {auto['spread / |coef|']:.3f} vs diffprivlib at replace-one eps "
+                f"{peer:.3f} (<= half: {auto['spread / |coef|'] <= peer / 2}; at its add/remove eps {loose:.3f}: "
+                f"{auto['spread / |coef|'] <= loose / 2}); median error {auto['median rel. error']:.3f} "
                 f"(<= {limit}: {auto['median rel. error'] <= limit}); coverage {auto['coverage']:.2f} (>= 0.9: "
                 f"{auto['coverage'] >= 0.9})"
             )
