@@ -143,7 +143,7 @@ RADIUS_SCALE = 500.0
 RADIUS_GROWTH = 0.4
 """What :func:`default_radius` adds to B per factor e of ``n eps`` beyond ``RADIUS_SCALE (d + 1)`` (least squares;
 the binary links: :data:`LINK_GROWTH`)."""
-LINK_GROWTH = {"logit": 1.0, "probit": 0.5}
+LINK_GROWTH = {"logit": 1.0, "probit": 1.0}
 """:data:`RADIUS_GROWTH` for the binary links (dpstats/mechanisms/kng/binary.py)."""
 #: Sweeps per dimension d >= 2 (kng_sampler.run_chains: every walker of the ensemble
 #: moves by hit-and-run and twice by ensemble directions; least squares adds an
