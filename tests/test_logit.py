@@ -100,6 +100,7 @@ def test_a_paper_table_mixes_ols_and_logit_columns_and_the_budget_records_both()
         ({"method": "noisystats"}, "does not fit logit"),
         ({"method": "newton", "delta": 1e-6}, "pure DP"),
         ({"margins_share": 1.5}, "margins_share"),
+        ({"unit": "id", "max_rows": 4}, "needs an explicit method"),
     ],
 )
 def test_public_arguments_are_refused_before_any_data_are_read(kwargs, message):
@@ -112,3 +113,11 @@ def test_least_squares_still_refuses_a_comparison_response():
     data = pd.DataFrame({"y": np.arange(50.0) - 20, "x": np.linspace(0, 1, 50)})
     with pytest.raises(ValueError, match="single numeric column"):
         dpstats.dp_ols("I(y > 0) ~ x", data, eps=1.0, bounds={"x": (0, 1), "y": (-20, 30)})
+
+
+def test_a_unit_of_several_rows_runs_newton_at_its_group_privacy_and_reports_the_unit():
+    data = _frame(7, 20_000).assign(id=np.repeat(np.arange(5000), 4))
+    res = dpstats.dp_logit("y ~ x + z", data, eps=2.0, bounds=BOUNDS, unit="id", max_rows=4, method="newton",
+                           random_state=0)  # fmt: skip
+    assert res.privacy.unit == "id" and sum(part for _, part in res.privacy.split) == pytest.approx(2.0)
+    assert np.all(np.isnan(res.bse)) and np.all(np.isfinite(res.params))

@@ -34,6 +34,12 @@ def check_unit_plan(
     if max_rows == 1:
         return
     if spec is None:
+        if estimator in ("logit", "probit"):
+            raise ValueError(
+                "with unit= and max_rows > 1, a binary fit needs an explicit method=: 'newton' or 'histogram' give "
+                "a point estimate at eps / max_rows without standard errors; 'tukey' (delta > 0), whose batches "
+                "hold whole units, clusters its intervals by unit but needs many units"
+            )
         if estimator == "quantreg" and privacy.delta == 0:
             raise ValueError(
                 "with unit= and max_rows > 1, auto's quantile regression needs delta > 0: Tukey depth, whose "
