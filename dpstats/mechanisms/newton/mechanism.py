@@ -47,15 +47,16 @@ SHARES = {"gram": 0.15, "curvature": 0.15, "last score": 0.35}
 """The point budget's parts: the Gram bound, the curvature at the last iterate, the last score; the earlier
 releases share the rest (0.35) equally (:func:`budget`)."""
 POLISH_LOAD = 300.0
+"""From ten times this ``n eps / p^2`` the iteration ends with more than one Newton step (:func:`newton_steps`)."""
 MAX_NEWTON = 4
 FLOOR = 1e-3
 """The curvature's eigenvalues are raised to ``FLOOR n w_max``, and to its noise's floor (public), before it is
 inverted (dpstats/mechanisms/newton/steps.py)."""
 WEAK = 0.25
 """The released curvature's least eigenvalue below ``WEAK`` times its noise floor marks the fit as biased: its
-Newton step along that direction is shortened four-fold or more (on statsmodels' fair data, 7 columns, the
-intervals then cover the MLE in 0.67 of fits at eps = 5; above it, in 0.9 or more on fair at eps = 20 and
-CPS1988 at eps = 1: benchmarks/bench_logit.py)."""
+Newton step along that direction is shortened four-fold or more (statsmodels' fair data, 7 columns, at eps = 1
+and 5: every fit below it, their coefficients 0.5 to 6 of the MLE's standard errors off; at eps = 20 and on
+CPS1988's logit at eps = 1, above it)."""
 SHRINKAGE = (
     "the shrinkage towards 0 along the curvature's weak directions, where the released curvature fell below a "
     "quarter of its noise's floor and was raised to it (dpstats/mechanisms/newton/steps.py): there the noisy steps "
