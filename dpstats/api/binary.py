@@ -23,7 +23,7 @@ from ..design.units import check_unit
 from ..distributed.dask_design import is_dask
 from ..mechanisms import PrivacyRequest
 from ..privacy.accounting import check_delta, check_eps, check_share
-from ..privacy.budget import check_accountant
+from ..privacy.budget import Accountant, check_accountant
 from ..privacy.noise import RandomState
 from ..results.regression import DPRegressionResults
 from .binary_release import DEFAULT_MARGINS_SHARE
@@ -93,7 +93,7 @@ def _binary(
     *,
     se_share: float | None = None,
     margins_share: float | None = None,
-    budget=None,
+    budget: Accountant | None = None,
     force: bool = False,
     target: float | None = None,
     integers: Sequence[str] | None = None,
