@@ -10,18 +10,20 @@ prediction (its summary says so):
   grow with p and p^2 against n, and below that its early steps wander
   (benchmarks/bench_logit.py: CPS1988, 28,155 rows and p = 5, is above at eps = 1;
   statsmodels' fair, 6,366 rows and p = 7, below at eps = 5, where the
-  histogram's error is a fifth of Newton's);
-  On simulated logits (benchmarks/bench_binary_rule.py: base rates 5-50%, 2 or 5
-  regressors, n 2,000-50,000, eps 1 and 5) Newton's median slope error above that
-  load is 0.03-2.2 of the MLE's standard errors (the largest at a 5% base rate) and below the histogram's in 20 of
-  24 cells, whose binning bias grows with n (its intervals covered 0.24-0.5 at
+  histogram's error is a fifth of Newton's). On simulated logits
+  (benchmarks/bench_binary_rule.py: base rates 5-50%, 2 or 5 regressors,
+  n 2,000-50,000, eps 1 and 5) Newton's median slope error above that
+  load is 0.03-2.2 of the MLE's standard errors (the largest at a 5% base rate) and
+  below the histogram's in 20 of 24 cells, whose binning bias grows with n (its intervals covered 0.24-0.5 at
   n = 50,000 with 5 regressors);
 * otherwise the perturbed histogram (Lei 2011, section 3.1), pure and proven,
   down to ``n eps / p^2 = REFUSE_BELOW``: below it auto refuses before spending
   (``RefusedBeforeSpending``, with the eps and the n that would reach it), unless
   forced. On the four public regressions of vignettes/08_binary_outcomes.md the
-  histogram's fits below it missed the main coefficient by 59-98% (flagged biased),
-  and above it, at 650 and more, by 5% or less.
+  histogram's fits below it missed the main coefficient by 59-98% (flagged biased);
+  above it, by 5% on fair (load 650) but by 63% on HMDA (load 744, flagged): a rule
+  on the load alone cannot see how a design's cells fill, which a calibrated error
+  model would.
 
 Tukey depth over batch MLEs (delta > 0) is not a candidate: its batches need
 about 20 rows per coefficient not to separate, and propose-test-release then
