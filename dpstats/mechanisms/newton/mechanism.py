@@ -46,7 +46,7 @@ DEFAULTS: dict[str, object] = {"steps": 5}
 SHARES = {"gram": 0.15, "curvature": 0.15, "last score": 0.35}
 """The point budget's parts: the Gram bound, the curvature at the last iterate, the last score; the earlier
 releases share the rest (0.35) equally (:func:`budget`)."""
-POLISH_LOAD = 300.0
+POLISH_LOAD = 100.0
 """From ten times this ``n eps / p^2`` the iteration ends with more than one Newton step (:func:`newton_steps`)."""
 MAX_NEWTON = 4
 FLOOR = 1e-3
