@@ -13,7 +13,7 @@ prediction (its summary says so):
   histogram's error is a fifth of Newton's). On simulated logits
   (benchmarks/bench_binary_rule.py: base rates 5-50%, 2 or 5 regressors,
   n 2,000-50,000, eps 1 and 5) Newton's median slope error above that
-  load is 0.03-2.2 of the MLE's standard errors (the largest at a 5% base rate) and
+  load is 0.03-1.3 of the MLE's standard errors (the largest at a 5% base rate) and
   below the histogram's in 20 of 24 cells, whose binning bias grows with n (its intervals covered 0.24-0.5 at
   n = 50,000 with 5 regressors);
 * otherwise the perturbed histogram (Lei 2011, section 3.1), pure and proven,
