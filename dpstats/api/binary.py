@@ -55,6 +55,10 @@ def dp_logit(
         bins for a fractional response.
     margins_share : the part of eps spent on what the average marginal effects need (``res.get_margeff()``,
         dpstats/glm/at_fit.py); default 0.05, 0 spends nothing on them.
+    weights : the survey-weight column, its range declared in ``bounds`` (``bounds={"wt": (0, 5000)}``:
+        dpstats/frontend/weights.py). The fit is the weighted (pseudo-)MLE, survey::svyglm's point estimate, with
+        design-based standard errors (the weighted sandwich, one PSU per row) and weighted marginal effects;
+        ``method="newton"`` (auto's only choice with weights) takes them, the other mechanisms not yet.
     **options : the mechanism's hyperparameters.
 
     Returns a :class:`~dpstats.results.regression.DPRegressionResults` whose ``predict`` gives probabilities and
@@ -99,6 +103,7 @@ def _binary(
     integers: Sequence[str] | None = None,
     unit: str | None = None,
     max_rows: int | None = None,
+    weights: str | None = None,
     **options: object,
 ) -> DPRegressionResults:
     """One binary-response call: every public check, then the fit charged to ``budget``."""
@@ -112,7 +117,16 @@ def _binary(
     share = check_share(margins_share, "margins_share")
     accountant = check_accountant(budget)
     plan = _plan(link, privacy, method, options, force, target, integers, check_unit(unit, max_rows))
-    plan = replace(plan, margins_share=DEFAULT_MARGINS_SHARE if share is None else share)
+    plan = replace(plan, margins_share=DEFAULT_MARGINS_SHARE if share is None else share, weights=weights)
+    if weights is not None:
+        if not isinstance(weights, str):
+            raise TypeError("weights must name a column of the data, as in weights='wt'")
+        if plan.spec is not None and link not in plan.spec.weighted:
+            raise ValueError(
+                f"method={plan.spec.name!r} does not take survey weights yet; method='newton' (or auto) does"
+            )
+        if plan.unit is not None:
+            raise ValueError("weights= and unit= do not combine yet")
     return _charged(
         accountant,
         plan,

@@ -43,7 +43,10 @@ def binary_release(
     if eps_margins == 0.0:
         return release, None
     unit_rows = 1 if design.units is None else design.units.max_rows
-    at_fit = release_at_fit(get_link(link), design.X, design.x_bounds, release.params, eps_margins, rng, unit_rows)
+    at_fit = release_at_fit(
+        get_link(link), design.X, design.x_bounds, release.params, eps_margins, rng, unit_rows, design.weights,
+        design.weight_bounds,
+    )  # fmt: skip
     spent = release.privacy
     split = spent.split or (("coefficients", spent.eps),)
     total = replace(spent, eps=spent.eps + eps_margins, split=(*split, ("marginal effects", eps_margins)))

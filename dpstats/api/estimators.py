@@ -17,7 +17,7 @@ from ..glm.links import LINKS
 from ..groups.fit import fit_by_group
 from ..groups.grouped_results import DPGroupedResults
 from ..groups.partition import declare_groups
-from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
+from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism, weighted_methods
 from ..mechanisms.quantiles import check_quantiles
 from ..planning.binary_choice import choose_binary
 from ..planning.facts import PublicFacts
@@ -340,6 +340,7 @@ class _Plan:
     integers: Sequence[str] | str | None = None  # declared whole-valued variables (checked by build_design)
     unit: tuple[str, int] | None = None  # the privacy unit's column and max_rows (dpstats/design/units.py)
     margins_share: float = 0.0  # a binary fit's part of eps for its marginal effects (dpstats/api/binary_release.py)
+    weights: str | None = None  # the survey-weight column (dpstats/frontend/weights.py), its range in the bounds
 
 
 def _plan(
@@ -476,12 +477,15 @@ def _fit(
     else:
         design, formula_spec = build_design(
             formula, data, bounds, levels, need_bounds=plan.need_bounds or binary, missing=missing,
-            integers=plan.integers, binary=binary,
+            integers=plan.integers, binary=binary, weights=plan.weights,
         )  # fmt: skip
     if units is not None:
         design = replace(design, units=units)
     if spec is None:
         facts = PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share)
+        if plan.weights is not None:  # auto chooses among the mechanisms that take weights
+            weighted = weighted_methods(estimator)
+            allowed = weighted if allowed is None else frozenset(allowed) & weighted
         choice = choose_binary(facts, allowed, plan.force) if binary else choose(facts, allowed)
         reason = choice.reason
         spec = get_mechanism(choice.method, estimator)
@@ -506,7 +510,7 @@ def _fit(
         citation=spec.citation,
         nobs=design.n,
         declared_bounds=check_bounds(bounds),
-        hyperparameters=hyper,
+        hyperparameters=hyper if plan.weights is None else {**hyper, "weights": plan.weights},
         method_reason=reason,
         plan_note=note,
         at_fit=at_fit,

@@ -74,6 +74,11 @@ class Design:
     ``units`` (None: the privacy unit is a row) gives every row's privacy unit
     when the call declared ``unit=`` and ``max_rows=`` (dpstats/design/units.py):
     the rows are already bounded to ``units.max_rows`` per unit.
+
+    ``weights`` (None: every row weighs 1) are the rows' survey weights, clipped to
+    ``weight_bounds``, their declared range (dpstats/frontend/weights.py): a row's
+    contribution to a weighted sum moves by up to the upper bound times an
+    unweighted row's.
     """
 
     y: np.ndarray
@@ -88,6 +93,8 @@ class Design:
     rows: int | None = None
     chunks: Callable[[Statistic], Any] | None = field(default=None, repr=False, compare=False)
     units: Units | None = field(default=None, repr=False, compare=False)
+    weights: np.ndarray | None = field(default=None, repr=False, compare=False)
+    weight_bounds: tuple[float, float] | None = None
 
     @property
     def n(self) -> int:
@@ -109,7 +116,8 @@ class Design:
         if variables is not None:
             variables = replace(variables, frame=variables.frame.iloc[rows])
         units = None if self.units is None else self.units.subset(rows)
-        return replace(self, y=self.y[rows], X=self.X[rows], variables=variables, units=units)
+        weights = None if self.weights is None else self.weights[rows]
+        return replace(self, y=self.y[rows], X=self.X[rows], variables=variables, units=units, weights=weights)
 
     @property
     def slope_indices(self) -> np.ndarray:

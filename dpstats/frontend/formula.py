@@ -46,6 +46,7 @@ from .axes import ModelScale, model_scale_functions, response_axis
 from .cells import CURATOR_ONLY, categorical_cells, check_missing, numeric_cells
 from .grammar import check_factor, evaluation_namespace
 from .metadata import check_bounds, check_integers, check_levels
+from .weights import check_weights, weight_values
 
 _NO_NA = patsy.NAAction(NA_types=[])
 
@@ -411,6 +412,7 @@ def build_design(
     min_rows: int = 2,
     integers: Sequence[str] | None = None,
     binary: bool = False,
+    weights: str | None = None,
 ) -> tuple[Design, FormulaSpec]:
     """Build the clipped :class:`Design` of ``formula`` on ``data`` (module docstring).
 
@@ -419,7 +421,8 @@ def build_design(
     design of one partition of a Dask DataFrame, or of its empty ``_meta``
     (dpstats/distributed/dask_design.py). ``integers``: declared whole-valued
     variables (:func:`~dpstats.frontend.metadata.check_integers`), kept on
-    their own scale. ``binary=True`` is for a binary-response model (:func:`binary_response`).
+    their own scale. ``binary=True`` is for a binary-response model (:func:`_binary_variables`). ``weights``
+    names the survey-weight column, whose range ``bounds`` declares (dpstats/frontend/weights.py).
     """
     data = check_data(data, min_rows)
     missing = check_missing(missing)
@@ -430,6 +433,7 @@ def build_design(
         bare = formula.split("~", 1)[0].strip()
         bounds = {**{v: BINARY_BOUNDS for v in lhs_vars if v == bare and v not in bounds and v not in levels}, **bounds}
     whole = check_integers(integers, bounds)
+    weight_bounds = None if weights is None else check_weights(weights, data.columns, bounds)
 
     schema = tuple((name, bounds.get(name), levels.get(name)) for name in variables)
     y_info, x_info = _design_infos(formula, schema)
@@ -472,6 +476,9 @@ def build_design(
     )
     if binary:
         design = replace(design, variables=_binary_variables(design, x_info, rhs_vars, bounds, levels, scale, whole))
+    if weight_bounds is not None:
+        values = weight_values(data[weights], weights, weight_bounds, missing)
+        design = replace(design, weights=values, weight_bounds=weight_bounds)
     spec = FormulaSpec(
         formula=formula,
         rhs=formula.split("~", 1)[1],

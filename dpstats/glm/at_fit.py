@@ -67,17 +67,31 @@ def release_at_fit(
     eps: float,
     rng: np.random.Generator,
     unit_rows: int = 1,
+    weights: np.ndarray | None = None,
+    weight_bounds: tuple[float, float] | None = None,
 ) -> AtFit:
     """The noisy ``s`` and ``g`` at ``theta`` (module docstring); NaN, spending the same eps, where ``theta`` is
-    not finite (a failed fit, itself released)."""
+    not finite (a failed fit, itself released). With survey weights they are weighted means: each row's terms
+    are multiplied by ``w / w_max`` (still in [-1, 1]) and the weights' sum ``sum w / w_max`` is released with
+    them (a row moves it by at most 1): an L1 sensitivity of ``2 + 2p``."""
     n, p = X.shape
     if not np.all(np.isfinite(theta)):
         return AtFit(float("nan"), np.full(p, np.nan), float("nan"))
     scale = row_bounds(x_bounds)
-    total = np.sum(np.clip(scaled_rows(link, X, theta, scale), -1.0, 1.0), axis=0)
-    delta = sensitivity(p, unit_rows)
+    terms = np.clip(scaled_rows(link, X, theta, scale), -1.0, 1.0)
+    if weights is None or weight_bounds is None:
+        total, count, delta = terms.sum(axis=0), float(n), sensitivity(p, unit_rows)
+    else:
+        lo, hi = weight_bounds
+        share = np.clip(weights, lo, hi) / hi
+        total = np.append((share[:, None] * terms).sum(axis=0), share.sum())
+        delta = sensitivity(p, unit_rows) + unit_rows
     noisy = np.asarray(noise.laplace_mechanism(rng, total, delta, eps, "margins"), dtype=float)
-    density_mean = float(np.clip(noisy[0] / n, 0.0, 1.0)) * link.density_max
-    slope_means = noisy[1:] * link.slope_max * scale / n
-    noise_var = 2.0 * (delta / eps * link.density_max / n) ** 2
+    if weights is not None and weight_bounds is not None:
+        lo, hi = weight_bounds
+        count = float(max(noisy[-1], n * lo / hi, 1.0))  # the weights' sum, at least what the range allows
+        noisy = noisy[:-1]
+    density_mean = float(np.clip(noisy[0] / count, 0.0, 1.0)) * link.density_max
+    slope_means = noisy[1:] * link.slope_max * scale / count
+    noise_var = 2.0 * (delta / eps * link.density_max / count) ** 2
     return AtFit(density_mean, slope_means, noise_var)

@@ -46,4 +46,9 @@ def get_mechanism(method: str, estimator: str) -> MechanismSpec:
     return spec
 
 
-__all__ = ["REGISTRY", "MechanismSpec", "PrivacyRequest", "Release", "get_mechanism"]
+def weighted_methods(estimator: str) -> frozenset[str]:
+    """The mechanisms that take survey weights for ``estimator`` (``MechanismSpec.weighted``)."""
+    return frozenset(name for name, spec in REGISTRY.items() if estimator in spec.weighted)
+
+
+__all__ = ["REGISTRY", "MechanismSpec", "PrivacyRequest", "Release", "get_mechanism", "weighted_methods"]

@@ -111,6 +111,9 @@ class MechanismSpec:
     """The estimators whose ``fit`` reads the rows only through ``Design.total`` (sums over chunks of
     rows, dpstats/design/moments.py), so that it runs on a Dask DataFrame's partitions
     (dpstats/distributed/dask_design.py)."""
+    weighted: frozenset[str] = frozenset()
+    """The estimators whose ``fit`` takes survey weights (``design.weights``: dpstats/frontend/weights.py) and
+    proves its guarantee with them; a call with ``weights=`` is refused before any data are read elsewhere."""
     unit_native: bool = False
     """Whether ``fit`` proves its own guarantee at the unit level when ``design.units`` is set: it is given the
     unit-level request, bounds what one unit's rows move and clusters its standard errors by unit. Any other

@@ -22,4 +22,5 @@ SPEC = MechanismSpec(
     options=DEFAULTS,
     fit=fit,
     check_request=check_request,
+    weighted=frozenset({"logit", "probit"}),
 )

@@ -33,10 +33,12 @@ from .inference import Iteration, privacy_second_moment
 from .scaling import BoxScale
 from .steps import (
     CURVATURE_MAX,
+    Sample,
     curvature_sensitivity,
     newton_step,
     noise_floor,
     noisy_curvature,
+    noisy_meat,
     noisy_score,
     repaired,
     score_sensitivity,
@@ -61,6 +63,13 @@ SHRINKAGE = (
     "the shrinkage towards 0 along the curvature's weak directions, where the released curvature fell below a "
     "quarter of its noise's floor and was raised to it (dpstats/mechanisms/newton/steps.py): there the noisy steps "
     "are shortened and the iteration has not reached the MLE"
+)
+MEAT_SHARE = 0.1
+"""With survey weights, the part of eps the weighted scores' outer products (the sandwich's meat) spend."""
+SE_NOTE_WEIGHTED = (
+    "weighted sandwich (the released curvature around the released outer products of the weighted scores, "
+    "design-based with one PSU per row, as survey::svyglm without clusters) plus the privacy error's second "
+    "moment, from reruns of the noisy iteration on the released values"
 )
 SE_NOTE = (
     "inverse of the released curvature (the model's information) plus the privacy error's second moment, from "
@@ -108,54 +117,76 @@ def fit(
     binary = get_link(link)
     steps = check_options({"steps": steps})
     scale = BoxScale.of(design)
-    Z, y = scale.rows(design.X), np.clip(design.y, 0.0, 1.0)
-    n, p = Z.shape
-    blocks = design.one_hot_blocks
-    floor = FLOOR * n * CURVATURE_MAX[binary.name]
+    rows = _sample(design, scale)
+    n, p = rows.Z.shape
+    blocks, w_max = design.one_hot_blocks, rows.weight_max
+    floor = FLOOR * n * CURVATURE_MAX[binary.name] * _least_weight(design)
     newton = newton_steps(n, float(privacy.eps), p)
-    parts = budget(float(privacy.eps), steps, newton)
-    gram = noisy_curvature(binary, Z, y, None, parts["gram"], rng)
-    gram_floor = max(floor, noise_floor(binary, p, parts["gram"]))
+    weighted = rows.weights is not None
+    eps_point = float(privacy.eps) * (1.0 - MEAT_SHARE if weighted else 1.0)
+    parts = budget(eps_point, steps, newton)
+    gram = noisy_curvature(binary, rows, None, parts["gram"], rng)
+    gram_floor = max(floor, noise_floor(binary, p, parts["gram"], w_max))
     bound = repaired(gram, gram_floor)
     theta = np.zeros(p)
     for _ in range(steps - 1):
-        theta = theta + newton_step(bound, noisy_score(binary, Z, y, theta, parts["unit"], blocks, rng))
-    unit_floor = max(floor, noise_floor(binary, p, parts["unit"]))
-    last_floor = max(floor, noise_floor(binary, p, parts["curvature"]))
+        theta = theta + newton_step(bound, noisy_score(binary, rows, theta, parts["unit"], blocks, rng))
+    unit_floor = max(floor, noise_floor(binary, p, parts["unit"], w_max))
+    last_floor = max(floor, noise_floor(binary, p, parts["curvature"], w_max))
     for last in [False] * (newton - 1) + [True]:
         eps_curvature, eps_score = (parts["curvature"], parts["last score"]) if last else (parts["unit"],) * 2
-        curvature = noisy_curvature(binary, Z, y, theta, eps_curvature, rng)
+        curvature = noisy_curvature(binary, rows, theta, eps_curvature, rng)
         H = repaired(curvature, last_floor if last else unit_floor)
-        theta = theta + newton_step(H, noisy_score(binary, Z, y, theta, eps_score, blocks, rng))
+        theta = theta + newton_step(H, noisy_score(binary, rows, theta, eps_score, blocks, rng))
     run = Iteration(
         early=steps - 1,
         newton=newton,
-        gram_scale=curvature_sensitivity(binary, p) / parts["gram"],
-        unit_score_scale=score_sensitivity(binary, p, blocks) / parts["unit"],
-        unit_curvature_scale=curvature_sensitivity(binary, p) / parts["unit"],
-        curvature_scale=curvature_sensitivity(binary, p) / parts["curvature"],
-        last_scale=score_sensitivity(binary, p, blocks) / parts["last score"],
+        gram_scale=curvature_sensitivity(binary, p, w_max) / parts["gram"],
+        unit_score_scale=score_sensitivity(binary, p, blocks, w_max) / parts["unit"],
+        unit_curvature_scale=curvature_sensitivity(binary, p, w_max) / parts["unit"],
+        curvature_scale=curvature_sensitivity(binary, p, w_max) / parts["curvature"],
+        last_scale=score_sensitivity(binary, p, blocks, w_max) / parts["last score"],
         gram_floor=gram_floor,
         unit_floor=unit_floor,
         curvature_floor=last_floor,
     )
     information = repaired(curvature, floor)  # not raised to the noise's floor: that would shrink the SEs
     privacy_part = privacy_second_moment(gram, information, theta, run, noise.postprocessing_rng(rng))
-    cov_scaled = np.linalg.inv(information) + privacy_part
+    inverse = np.linalg.inv(information)
+    split = [
+        ("scores", parts["unit"] * (steps + newton - 2) + parts["last score"]),
+        ("curvatures", parts["gram"] + parts["unit"] * (newton - 1) + parts["curvature"]),
+    ]
+    if weighted:  # the design-based (weighted sandwich) covariance of the weighted MLE
+        eps_meat = float(privacy.eps) - eps_point
+        meat = repaired(noisy_meat(binary, rows, theta, eps_meat, rng), 0.0)
+        sampling, note = inverse @ meat @ inverse, SE_NOTE_WEIGHTED
+        split.append(("meat", eps_meat))
+    else:
+        sampling, note = inverse, SE_NOTE
     J = scale.jacobian()
-    spent = PrivacySpent(
-        notion="pure",
-        eps=float(privacy.eps),
-        split=(
-            ("scores", parts["unit"] * (steps + newton - 2) + parts["last score"]),
-            ("curvatures", parts["gram"] + parts["unit"] * (newton - 1) + parts["curvature"]),
-        ),
-    )
     return Release(
         params=J @ theta,
-        cov=J @ cov_scaled @ J.T,
-        privacy=spent,
-        se_note=SE_NOTE,
+        cov=J @ (sampling + privacy_part) @ J.T,
+        privacy=PrivacySpent(notion="pure", eps=float(privacy.eps), split=tuple(split)),
+        se_note=note,
         hyperparameters={"steps": steps, "newton steps": newton},
         bias=SHRINKAGE if np.linalg.eigvalsh(curvature)[0] < WEAK * last_floor else None,
     )
+
+
+def _sample(design: Design, scale: BoxScale) -> Sample:
+    """The scaled rows, the response in [0, 1], and the survey weights with their declared upper end."""
+    Z, y = scale.rows(design.X), np.clip(design.y, 0.0, 1.0)
+    if design.weights is None or design.weight_bounds is None:
+        return Sample(Z, y)
+    lo, hi = design.weight_bounds
+    return Sample(Z, y, np.clip(design.weights, lo, hi), float(hi))
+
+
+def _least_weight(design: Design) -> float:
+    """The weights' declared lower end (a thousandth of the upper one where it is 0); 1 without weights."""
+    if design.weight_bounds is None:
+        return 1.0
+    lo, hi = design.weight_bounds
+    return lo if lo > 0 else FLOOR * hi

@@ -24,6 +24,8 @@ tests/test_newton.py checks them by brute force over the box's corners.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ...glm.links import Link
@@ -55,41 +57,76 @@ def curvature_rows(link: Link, Z: np.ndarray, y: np.ndarray, theta: np.ndarray |
     return np.clip(link.curvature(y, Z @ theta), 0.0, CURVATURE_MAX[link.name])
 
 
-def score_sensitivity(link: Link, p: int, blocks: tuple[tuple[int, ...], ...]) -> float:
-    """The score sum's L1 sensitivity (module docstring)."""
+@dataclass(frozen=True)
+class Sample:
+    """The scaled rows, their responses and their survey weights (None: every row weighs 1), with the weights'
+    declared upper end (1 without weights): what one row's terms are multiplied by at most."""
+
+    Z: np.ndarray
+    y: np.ndarray
+    weights: np.ndarray | None = None
+    weight_max: float = 1.0
+
+
+def score_sensitivity(link: Link, p: int, blocks: tuple[tuple[int, ...], ...], weight_max: float = 1.0) -> float:
+    """The (weighted) score sum's L1 sensitivity (module docstring)."""
     blocked = sum(len(b) for b in blocks)
-    return 2.0 * score_clip(link) * (p - blocked + len(blocks))
+    return 2.0 * weight_max * score_clip(link) * (p - blocked + len(blocks))
 
 
-def curvature_sensitivity(link: Link, p: int) -> float:
-    """The curvature sum's L1 sensitivity on its upper triangle (module docstring)."""
-    return 2.0 * CURVATURE_MAX[link.name] * p * (p + 1) / 2
+def curvature_sensitivity(link: Link, p: int, weight_max: float = 1.0) -> float:
+    """The (weighted) curvature sum's L1 sensitivity on its upper triangle (module docstring)."""
+    return 2.0 * weight_max * CURVATURE_MAX[link.name] * p * (p + 1) / 2
 
 
-def noisy_score(link, Z, y, theta, eps, blocks, rng) -> np.ndarray:
-    """The released score sum at ``theta``."""
-    total = score_rows(link, Z, y, theta).sum(axis=0)
-    sensitivity = score_sensitivity(link, Z.shape[1], blocks)
+def meat_sensitivity(link: Link, p: int, weight_max: float) -> float:
+    """The L1 sensitivity of the weighted scores' outer products ``sum_i w_i^2 psi_i^2 z_i z_i'`` on their upper
+    triangle: each entry of a row lies in ``[-(w_max c)^2, (w_max c)^2]``."""
+    return 2.0 * (weight_max * score_clip(link)) ** 2 * p * (p + 1) / 2
+
+
+def noisy_score(link: Link, rows: Sample, theta, eps, blocks, rng) -> np.ndarray:
+    """The released (weighted) score sum at ``theta``."""
+    terms = score_rows(link, rows.Z, rows.y, theta)
+    total = terms.sum(axis=0) if rows.weights is None else (rows.weights[:, None] * terms).sum(axis=0)
+    sensitivity = score_sensitivity(link, rows.Z.shape[1], blocks, rows.weight_max)
     return np.asarray(noise.laplace_mechanism(rng, total, sensitivity, eps, "newton score"), dtype=float)
 
 
-def noisy_curvature(link, Z, y, theta, eps, rng) -> np.ndarray:
-    """The released curvature sum at ``theta``, symmetric (its upper triangle is what is released)."""
+def _released_matrix(rng, weights_per_row: np.ndarray, Z: np.ndarray, sensitivity: float, eps: float, name: str):
+    """``sum_i v_i z_i z_i'`` released on its upper triangle with Laplace noise, returned symmetric."""
     p = Z.shape[1]
     upper = np.triu_indices(p)
-    total = np.einsum("i,ij,ik->jk", curvature_rows(link, Z, y, theta), Z, Z)[upper]
-    released = noise.laplace_mechanism(rng, total, curvature_sensitivity(link, p), eps, "newton curvature")
+    total = np.einsum("i,ij,ik->jk", weights_per_row, Z, Z)[upper]
+    released = noise.laplace_mechanism(rng, total, sensitivity, eps, name)
     H = np.zeros((p, p))
     H[upper] = released
     return H + np.triu(H, 1).T
 
 
-def noise_floor(link: Link, p: int, eps: float) -> float:
+def noisy_curvature(link: Link, rows: Sample, theta, eps, rng) -> np.ndarray:
+    """The released (weighted) curvature sum at ``theta``, symmetric (its upper triangle is what is released)."""
+    terms = curvature_rows(link, rows.Z, rows.y, theta)
+    terms = terms if rows.weights is None else terms * rows.weights
+    sensitivity = curvature_sensitivity(link, rows.Z.shape[1], rows.weight_max)
+    return _released_matrix(rng, terms, rows.Z, sensitivity, eps, "newton curvature")
+
+
+def noisy_meat(link: Link, rows: Sample, theta: np.ndarray, eps: float, rng) -> np.ndarray:
+    """The released ``sum_i w_i^2 psi_i^2 z_i z_i'`` at ``theta``: the weighted sandwich's meat (HC0)."""
+    c = score_clip(link)
+    psi = np.clip(link.score_factor(rows.y, rows.Z @ theta), -c, c)
+    terms = np.square(psi * (1.0 if rows.weights is None else rows.weights))
+    sensitivity = meat_sensitivity(link, rows.Z.shape[1], rows.weight_max)
+    return _released_matrix(rng, terms, rows.Z, sensitivity, eps, "newton meat")
+
+
+def noise_floor(link: Link, p: int, eps: float, weight_max: float = 1.0) -> float:
     """A bound, with room, on the spectral norm of the released curvature's noise: ``1.5 * 2 sigma sqrt(p)``
     (the semicircle's edge for a symmetric p x p matrix of independent entries of standard deviation
     ``sigma = sqrt 2 b``, b the Laplace scale). Raising the released matrix's eigenvalues to it keeps the noise
     from turning a weak direction of the curvature into a long step (public: p, eps and the sensitivity)."""
-    b = curvature_sensitivity(link, p) / eps
+    b = curvature_sensitivity(link, p, weight_max) / eps
     return 1.5 * 2.0 * np.sqrt(2.0) * b * np.sqrt(p)
 
 
