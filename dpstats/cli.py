@@ -6,7 +6,7 @@ Usage::
                 [--levels var=a,b,c ...] [--method auto|noisystats] [--delta D]
                 [--seed N] [--option name=value ...] [--missing impute|raise]
                 [--budget FILE] [--format text|latex|markdown|json]
-    dpstats logit "FORMULA" ... [--margins-share S]      # the options of ols; probit alike
+    dpstats logit "FORMULA" ... [--margins-share S] [--weights COLUMN]  # the options of ols; probit alike
     dpstats budget FILE (--eps E [--delta D] | --rho R) [--accounting basic|zcdp]   # create
     dpstats budget FILE [--format text|json]                                         # show
     dpstats demo [--eps 1] [--seed N] [--format text|latex|markdown|json]
@@ -126,6 +126,7 @@ _RESERVED = frozenset(
         "missing",
         "se_share",
         "margins_share",
+        "weights",
         "budget",
     }
 )
@@ -274,6 +275,8 @@ def run_fit(args: argparse.Namespace) -> str:
         kwargs["rho"] = args.rho
     else:  # dp_logit takes no rho= (its refusal names it) and a share of eps for the marginal effects
         kwargs["margins_share"] = args.margins_share
+        if args.weights is not None:
+            kwargs["weights"] = args.weights
         if args.rho is not None:
             kwargs["rho"] = args.rho
     res = _fit(args.estimator, args.formula, data, kwargs)
@@ -483,6 +486,12 @@ def build_parser() -> argparse.ArgumentParser:
             type=float,
             default=None,
             help="part of eps spent on the average marginal effects, in [0, 1) (default 0.05; 0: none)",
+        )
+        binary.add_argument(
+            "--weights",
+            default=None,
+            metavar="COLUMN",
+            help="the survey-weight column, its range declared with --bounds COLUMN=LO:HI (method newton or auto)",
         )
         binary.set_defaults(run=run_fit, estimator=link)
 

@@ -6,6 +6,7 @@ with a canary that ignores the weight."""
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import replace
 from unittest import mock
 
@@ -154,3 +155,40 @@ def test_a_canary_that_ignores_the_weights_is_flagged_by_the_replay():
         report = replay(_release("logit"), _weighted_pairs(), PrivacyRequest(eps=1.0), seeds=range(1),
                         options={"steps": 3})  # fmt: skip
     assert any("newton score" in str(v) for v in report.violations)
+
+
+def test_the_cli_fits_a_weighted_logit_as_python_does(tmp_path, capsys):
+    """``dpstats logit --weights wt`` releases what ``dp_logit(..., weights="wt")`` does with the same seed."""
+    from dpstats.cli import main
+
+    data = _survey(6, 3000)
+    path = tmp_path / "survey.csv"
+    data.to_csv(path, index=False)
+    args = [
+        "logit",
+        "y ~ x + z",
+        "--data",
+        str(path),
+        "--eps",
+        "2",
+        "--seed",
+        "3",
+        "--weights",
+        "wt",
+        "--bounds",
+        "x=0:1",
+        "--bounds",
+        "z=-2:2",
+        "--bounds",
+        "wt=0:60",
+        "--method",
+        "newton",
+        "--format",
+        "json",
+    ]
+    assert main(args) == 0
+    released = json.loads(capsys.readouterr().out)
+    res = dpstats.dp_logit("y ~ x + z", pd.read_csv(path), eps=2.0, bounds=BOUNDS, weights="wt", method="newton",
+                           random_state=3)  # fmt: skip
+    np.testing.assert_allclose(released["params"], res.params.to_numpy(), rtol=1e-12)
+    assert released["hyperparameters"]["weights"] == "wt"
