@@ -16,6 +16,12 @@ Standard errors, post-processing of the release (dpstats/mechanisms/newton/infer
 information) plus the second moment of the privacy error, simulated by rerunning the
 iteration on the released values; mapped back to the user's units exactly. Nothing of
 the budget goes to them.
+
+Survey weights (``design.weights``, dpstats/frontend/weights.py): the same iteration on
+the weighted scores and curvatures (the weighted pseudo-MLE, survey::svyglm's point
+estimate), with ``MEAT_SHARE`` of eps on the weighted scores' outer products at the
+release, so that the sampling part of the covariance is the design-based weighted
+sandwich ``H^{-1} M H^{-1}`` (one PSU per row) instead of ``H^{-1}``.
 """
 
 from __future__ import annotations

@@ -20,6 +20,12 @@ row) moves by at most ``2c`` in all (the old row's column down, the new row's up
 ``w x_j x_k`` of a row lies in ``[-w_max, w_max]``; on the upper triangle the L1
 sensitivity is ``2 w_max p (p + 1) / 2``. Both bounds hold at every iterate, and
 tests/test_newton.py checks them by brute force over the box's corners.
+
+With survey weights (``Sample.weights``, each in its declared range ``[0, W]``) every
+row's terms are multiplied by its weight, so each sensitivity is multiplied by ``W``;
+the weighted sandwich's meat ``sum_i w_i^2 psi_i^2 z_i z_i'`` has entries in
+``[-(W c)^2, (W c)^2]`` per row (tests/test_weights.py, with a replay in which a row's
+weight moves from 0 to ``W``).
 """
 
 from __future__ import annotations
