@@ -126,7 +126,7 @@
 
 .dp_fit <- function(estimator, call, formula, data, eps, bounds, levels, method, delta,
                     random_state, missing, options, tau = NULL, budget = NULL, grouped = NULL,
-                    unit = NULL, max_rows = NULL) {
+                    unit = NULL, max_rows = NULL, weights = NULL) {
   .check_budget(budget)
   if (is.character(formula) && length(formula) == 1L) formula <- as.formula(formula, env = parent.frame(2L))
   if (!inherits(formula, "formula")) stop("formula must be a formula such as y ~ x", call. = FALSE)
@@ -164,6 +164,14 @@
     }
     options <- c(options, list(by = py_by, groups = as.list(grouped$groups),
                                group_sizes = if (is.null(grouped$group_sizes)) NULL else as.list(grouped$group_sizes)))
+  }
+  if (!is.null(weights)) {  # the survey-weight column, under its Python name (its bound's name maps to it)
+    if (!is.character(weights) || length(weights) != 1L || !weights %in% names(data)) {
+      stop("weights must name a column of data (the survey weight, its range declared in bounds)", call. = FALSE)
+    }
+    py_weights <- .python_names(names(data))[[weights]]
+    if (!py_weights %in% names(columns)) columns[[py_weights]] <- .column_record(data[[weights]], weights)
+    options <- c(options, list(weights = py_weights))
   }
   if (!is.null(unit) || !is.null(max_rows)) {  # the privacy unit's key column, sent under a name of its own
     sent <- .unit_column(unit, max_rows, data, tr, columns)

@@ -149,3 +149,18 @@ test_that("a budget is checked before any column is sent, and charged", {
                       budget = b), class = "dpstats_BudgetExceeded")
   expect_equal(b$view$spent$eps, 1)
 })
+
+test_that("weights = names the survey-weight column, bare as in lm or as a string, its range in bounds", {
+  skip_if_no_dpstats()
+  d <- simulated()
+  set.seed(41)
+  d$wt <- runif(nrow(d), 1, 50)
+  bounds <- c(GB, list(wt = c(0, 60)))
+  bare <- dp_glm(GF, data = d, eps = 1e9, bounds = bounds, levels = GL, weights = wt, random_state = 9)
+  named <- dp_glm(GF, data = d, eps = 1e9, bounds = bounds, levels = GL, weights = "wt", random_state = 9)
+  expect_identical(coef(bare), coef(named))
+  ref <- suppressWarnings(glm(GF, family = binomial(), data = d, weights = wt))  # non-integer weights warn
+  expect_equal(coef(bare), coef(ref), tolerance = 1e-6)
+  expect_error(dp_glm(GF, data = d, eps = 1, bounds = GB, levels = GL, weights = "wt"), "range declared")
+  expect_error(dp_glm(GF, data = d, eps = 1, bounds = bounds, levels = GL, weights = "nope"), "must name a column")
+})
