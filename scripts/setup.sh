@@ -39,7 +39,7 @@ fi
 # --- R bridge (r_bridge/): R from Debian, the pinned rpy2, the R package in r_bridge/lib ---
 # (r-cran-aer: the CPS1985 data of vignettes/01_paper_workflow.md)
 # Skipped with DPSTATS_SKIP_R=1, or (with a warning) where R is missing and apt cannot install it.
-R_DEBS="r-base-core r-base-dev r-cran-reticulate r-cran-testthat r-cran-jsonlite r-cran-quantreg r-cran-aer r-cran-broom r-cran-knitr r-cran-rmarkdown r-cran-roxygen2 pandoc"
+R_DEBS="r-base-core r-base-dev r-cran-reticulate r-cran-testthat r-cran-jsonlite r-cran-quantreg r-cran-aer r-cran-broom r-cran-knitr r-cran-rmarkdown r-cran-roxygen2 r-cran-survey pandoc"
 if [ "${DPSTATS_SKIP_R:-0}" != "1" ]; then
   missing=""
   for pkg in $R_DEBS; do
