@@ -27,7 +27,7 @@ from ..privacy.budget import Accountant, check_accountant
 from ..privacy.noise import RandomState
 from ..results.regression import DPRegressionResults
 from .binary_release import DEFAULT_MARGINS_SHARE
-from .estimators import _charged, _fit, _plan
+from .estimators import _charged, _fit, _plan, surveyed
 
 
 def dp_logit(
@@ -58,7 +58,9 @@ def dp_logit(
     weights : the survey-weight column, its range declared in ``bounds`` (``bounds={"wt": (0, 5000)}``:
         dpstats/frontend/weights.py). The fit is the weighted (pseudo-)MLE, survey::svyglm's point estimate, with
         design-based standard errors (the weighted sandwich, one PSU per row) and weighted marginal effects;
-        ``method="newton"`` (auto's only choice with weights) takes them, the other mechanisms not yet.
+        the methods of :func:`dpstats.mechanisms.weighted_methods` take them, auto chooses among them.
+    cluster, strata : the survey's PSUs and strata, as for :func:`dpstats.dp_ols`: svyglm's linearisation
+        standard errors.
     **options : the mechanism's hyperparameters.
 
     Returns a :class:`~dpstats.results.regression.DPRegressionResults` whose ``predict`` gives probabilities and
@@ -104,6 +106,8 @@ def _binary(
     unit: str | None = None,
     max_rows: int | None = None,
     weights: str | None = None,
+    cluster: str | None = None,
+    strata: str | None = None,
     **options: object,
 ) -> DPRegressionResults:
     """One binary-response call: every public check, then the fit charged to ``budget``."""
@@ -117,16 +121,8 @@ def _binary(
     share = check_share(margins_share, "margins_share")
     accountant = check_accountant(budget)
     plan = _plan(link, privacy, method, options, force, target, integers, check_unit(unit, max_rows))
-    plan = replace(plan, margins_share=DEFAULT_MARGINS_SHARE if share is None else share, weights=weights)
-    if weights is not None:
-        if not isinstance(weights, str):
-            raise TypeError("weights must name a column of the data, as in weights='wt'")
-        if plan.spec is not None and link not in plan.spec.weighted:
-            raise ValueError(
-                f"method={plan.spec.name!r} does not take survey weights yet; method='newton' (or auto) does"
-            )
-        if plan.unit is not None:
-            raise ValueError("weights= and unit= do not combine yet")
+    plan = replace(plan, margins_share=DEFAULT_MARGINS_SHARE if share is None else share)
+    plan = surveyed(plan, link, weights, cluster, strata)
     return _charged(
         accountant,
         plan,

@@ -13,6 +13,7 @@ from ..distributed.by_group import fit_by_group as fit_dask_by_group
 from ..distributed.dask_design import dask_design, is_dask, supported
 from ..frontend.formula import build_design, check_data
 from ..frontend.metadata import check_bounds
+from ..frontend.survey import SurveyDeclaration, declare_survey
 from ..glm.links import LINKS
 from ..groups.fit import fit_by_group
 from ..groups.grouped_results import DPGroupedResults
@@ -56,6 +57,9 @@ def dp_ols(
     integers: Sequence[str] | None = None,
     unit: str | None = None,
     max_rows: int | None = None,
+    weights: str | None = None,
+    cluster: str | None = None,
+    strata: str | None = None,
     **options: object,
 ) -> DPRegressionResults | DPGroupedResults:
     """Differentially private least squares from a formula.
@@ -147,6 +151,15 @@ def dp_ols(
         (group privacy, dpstats/mechanisms/units.py) and reports no standard
         errors, and ``method="auto"`` chooses among the first two. The summary's
         "Neighbours" line names the unit and k. One fit on a pandas DataFrame.
+    weights : the survey-weight column, its range declared in ``bounds`` (``bounds={"wt": (0, 5000)}``; a
+        weight outside it is clipped, a missing or non-numeric one is the range's midpoint:
+        dpstats/frontend/weights.py). The fit is weighted least squares (statsmodels' WLS, survey::svyglm's
+        point estimate), with design-based standard errors: the weighted sandwich, one PSU per row
+        (``method="noisystats"``, auto's only choice with weights: :func:`dpstats.mechanisms.weighted_methods`).
+    cluster, strata : the survey's PSU and stratum columns, their levels declared in ``levels``
+        (dpstats/frontend/survey.py): the standard errors are then the linearisation ones of R survey's
+        ``svyglm`` for ``svydesign(ids = ~cluster, strata = ~strata, weights = ~weights, nest = TRUE)``, from
+        the PSUs' noisy score totals (dpstats/uncertainty/design_meat.py).
     **options : the mechanism's hyperparameters.
 
     Neighbouring datasets differ in one row and have the same n (public), unless ``unit`` is given.
@@ -155,6 +168,7 @@ def dp_ols(
     accountant = check_accountant(budget)
     privacy = PrivacyRequest(eps=eps, delta=check_delta(delta), rho=rho, se_share=check_share(se_share))
     plan = _plan("ols", privacy, method, options, force, target, integers, check_unit(unit, max_rows))
+    plan = surveyed(plan, "ols", weights, cluster, strata)
     _check_ungrouped(by, groups, group_sizes, count_share, n_jobs, plan)
     if by is not None:
         grouped = _grouped_call(plan, by, groups, group_sizes, count_share, missing)
@@ -196,6 +210,9 @@ def dp_quantreg(
     integers: Sequence[str] | None = None,
     unit: str | None = None,
     max_rows: int | None = None,
+    weights: str | None = None,
+    cluster: str | None = None,
+    strata: str | None = None,
     **options: object,
 ) -> DPRegressionResults | DPQuantileFits | DPGroupedResults:
     """Differentially private quantile regression from a formula.
@@ -216,6 +233,8 @@ def dp_quantreg(
         quantile's share of eps is judged.
     integers, unit, max_rows : as for :func:`dp_ols`; with ``unit`` and ``max_rows > 1``, auto needs
         ``delta > 0`` (Tukey depth's models of whole units).
+    weights, cluster, strata : a survey's weights and design, as for :func:`dp_ols`; the fit is the weighted
+        quantile regression (quantreg's ``rq(weights=)``).
     **options : the mechanism's hyperparameters; for ``"kng"``: ``norm``
         (``"linf"``, ``"l2"``, ``"l1"``), ``B`` (the radius of the domain
         ``||theta||_1 <= B`` on the scaled problem, default 2) and ``steps``
@@ -234,6 +253,7 @@ def dp_quantreg(
     accountant = check_accountant(budget)
     request = PrivacyRequest(eps=eps, delta=delta, se_share=share)
     plan = _plan("quantreg", request, method, options, force, target, integers, check_unit(unit, max_rows))
+    plan = surveyed(plan, "quantreg", weights, cluster, strata)
     _check_ungrouped(by, groups, group_sizes, count_share, n_jobs, plan)
     if by is not None:
         if not isinstance(quantiles, float):
@@ -340,7 +360,7 @@ class _Plan:
     integers: Sequence[str] | str | None = None  # declared whole-valued variables (checked by build_design)
     unit: tuple[str, int] | None = None  # the privacy unit's column and max_rows (dpstats/design/units.py)
     margins_share: float = 0.0  # a binary fit's part of eps for its marginal effects (dpstats/api/binary_release.py)
-    weights: str | None = None  # the survey-weight column (dpstats/frontend/weights.py), its range in the bounds
+    survey: SurveyDeclaration | None = None  # weights, PSUs and strata (dpstats/frontend/survey.py)
 
 
 def _plan(
@@ -373,6 +393,32 @@ def _plan(
     return plan
 
 
+def surveyed(plan: _Plan, estimator: str, weights: object, cluster: object, strata: object) -> _Plan:
+    """The plan with the call's survey declaration (dpstats/frontend/survey.py), checked before any data are
+    read: an explicit method must take weights (``MechanismSpec.weighted``), and a survey design is one fit of
+    rows (no ``unit=``)."""
+    survey = declare_survey(weights, cluster, strata)
+    if survey is None:
+        return plan
+    if plan.spec is not None and estimator not in plan.spec.weighted:
+        takes = ", ".join(repr(m) for m in sorted(weighted_methods(estimator))) or "none yet"
+        raise ValueError(
+            f"method={plan.spec.name!r} does not take survey weights: its sensitivity is proven for unweighted "
+            f"rows only. The methods that do for this estimator: {takes} (and method='auto', which chooses among them)"
+        )
+    if plan.unit is not None:
+        raise ValueError("weights= and unit= do not combine: a survey's design-based errors protect rows")
+    return replace(plan, survey=survey)
+
+
+def survey_hyperparameters(survey: SurveyDeclaration | None) -> dict[str, str]:
+    """How the result names its survey declaration (its hyperparameters' line)."""
+    if survey is None:
+        return {}
+    named = {"weights": survey.weights, "cluster": survey.cluster, "strata": survey.strata}
+    return {key: value for key, value in named.items() if value is not None}
+
+
 Result = TypeVar("Result", DPRegressionResults, DPQuantileFits, DPGroupedResults)
 
 
@@ -383,6 +429,8 @@ def _check_ungrouped(
     one fit."""
     if by is not None and plan.unit is not None:
         raise ValueError("unit= is for one fit: a grouped fit (by=) protects rows")
+    if by is not None and plan.survey is not None:
+        raise ValueError("weights= in a grouped fit (by=) is not built yet: fit each group with weights= and its eps")
     if by is None and any(v is not None for v in (groups, group_sizes, count_share, n_jobs)):
         raise ValueError("groups, group_sizes, count_share and n_jobs are for a grouped fit: pass by='<column>'")
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1):
@@ -470,20 +518,22 @@ def _fit(
         data, units = _bounded(data, plan, rng)
         note = _plan_note(estimator, formula, len(data), list(data.columns), plan, bounds, levels, units, allowed)
     if dask:  # the rows stay on the workers: dpstats/distributed/dask_design.py
-        if plan.integers is not None or plan.unit is not None:
-            raise ValueError("integers= and unit= are for one fit on a pandas DataFrame, not a Dask DataFrame")
+        if plan.integers is not None or plan.unit is not None or plan.survey is not None:
+            raise ValueError(
+                "integers=, unit= and weights= are for one fit on a pandas DataFrame, not a Dask DataFrame"
+            )
         design, formula_spec = dask_design(formula, data, bounds, levels, spec, estimator, plan.need_bounds, missing)
         note = _plan_note(estimator, formula, design.n, list(data.columns), plan, bounds, levels, None, allowed)
     else:
         design, formula_spec = build_design(
             formula, data, bounds, levels, need_bounds=plan.need_bounds or binary, missing=missing,
-            integers=plan.integers, binary=binary, weights=plan.weights,
+            integers=plan.integers, binary=binary, survey=plan.survey,
         )  # fmt: skip
     if units is not None:
         design = replace(design, units=units)
     if spec is None:
         facts = PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share)
-        if plan.weights is not None:  # auto chooses among the mechanisms that take weights
+        if plan.survey is not None:  # auto chooses among the mechanisms that take weights
             weighted = weighted_methods(estimator)
             allowed = weighted if allowed is None else frozenset(allowed) & weighted
         choice = choose_binary(facts, allowed, plan.force) if binary else choose(facts, allowed)
@@ -510,7 +560,7 @@ def _fit(
         citation=spec.citation,
         nobs=design.n,
         declared_bounds=check_bounds(bounds),
-        hyperparameters=hyper if plan.weights is None else {**hyper, "weights": plan.weights},
+        hyperparameters={**hyper, **survey_hyperparameters(plan.survey)},
         method_reason=reason,
         plan_note=note,
         at_fit=at_fit,

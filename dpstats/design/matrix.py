@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .survey import PSUs
 from .units import Units
 
 Total = TypeVar("Total")
@@ -78,7 +79,8 @@ class Design:
     ``weights`` (None: every row weighs 1) are the rows' survey weights, clipped to
     ``weight_bounds``, their declared range (dpstats/frontend/weights.py): a row's
     contribution to a weighted sum moves by up to the upper bound times an
-    unweighted row's.
+    unweighted row's. ``psus`` (None: every row is its own PSU) gives every row's
+    PSU among a survey's declared PSUs and strata (dpstats/design/survey.py).
     """
 
     y: np.ndarray
@@ -95,6 +97,7 @@ class Design:
     units: Units | None = field(default=None, repr=False, compare=False)
     weights: np.ndarray | None = field(default=None, repr=False, compare=False)
     weight_bounds: tuple[float, float] | None = None
+    psus: PSUs | None = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:
@@ -117,7 +120,10 @@ class Design:
             variables = replace(variables, frame=variables.frame.iloc[rows])
         units = None if self.units is None else self.units.subset(rows)
         weights = None if self.weights is None else self.weights[rows]
-        return replace(self, y=self.y[rows], X=self.X[rows], variables=variables, units=units, weights=weights)
+        psus = None if self.psus is None else self.psus.subset(rows)
+        return replace(
+            self, y=self.y[rows], X=self.X[rows], variables=variables, units=units, weights=weights, psus=psus
+        )
 
     @property
     def slope_indices(self) -> np.ndarray:

@@ -46,6 +46,7 @@ from .axes import ModelScale, model_scale_functions, response_axis
 from .cells import CURATOR_ONLY, categorical_cells, check_missing, numeric_cells
 from .grammar import check_factor, evaluation_namespace
 from .metadata import check_bounds, check_integers, check_levels
+from .survey import SurveyDeclaration, check_psu_levels, psus
 from .weights import check_weights, weight_values
 
 _NO_NA = patsy.NAAction(NA_types=[])
@@ -412,7 +413,7 @@ def build_design(
     min_rows: int = 2,
     integers: Sequence[str] | None = None,
     binary: bool = False,
-    weights: str | None = None,
+    survey: SurveyDeclaration | None = None,
 ) -> tuple[Design, FormulaSpec]:
     """Build the clipped :class:`Design` of ``formula`` on ``data`` (module docstring).
 
@@ -421,8 +422,9 @@ def build_design(
     design of one partition of a Dask DataFrame, or of its empty ``_meta``
     (dpstats/distributed/dask_design.py). ``integers``: declared whole-valued
     variables (:func:`~dpstats.frontend.metadata.check_integers`), kept on
-    their own scale. ``binary=True`` is for a binary-response model (:func:`_binary_variables`). ``weights``
-    names the survey-weight column, whose range ``bounds`` declares (dpstats/frontend/weights.py).
+    their own scale. ``binary=True`` is for a binary-response model (:func:`_binary_variables`). ``survey``
+    declares the survey-weight column, whose range ``bounds`` declares (dpstats/frontend/weights.py), and the
+    PSUs' and strata's columns, whose levels ``levels`` declares (dpstats/frontend/survey.py).
     """
     data = check_data(data, min_rows)
     missing = check_missing(missing)
@@ -433,7 +435,9 @@ def build_design(
         bare = formula.split("~", 1)[0].strip()
         bounds = {**{v: BINARY_BOUNDS for v in lhs_vars if v == bare and v not in bounds and v not in levels}, **bounds}
     whole = check_integers(integers, bounds)
-    weight_bounds = None if weights is None else check_weights(weights, data.columns, bounds)
+    weight_bounds = None if survey is None else check_weights(survey.weights, data.columns, bounds)
+    if survey is not None:
+        check_psu_levels(survey, data.columns, levels)
 
     schema = tuple((name, bounds.get(name), levels.get(name)) for name in variables)
     y_info, x_info = _design_infos(formula, schema)
@@ -476,9 +480,9 @@ def build_design(
     )
     if binary:
         design = replace(design, variables=_binary_variables(design, x_info, rhs_vars, bounds, levels, scale, whole))
-    if weight_bounds is not None:
-        values = weight_values(data[weights], weights, weight_bounds, missing)
-        design = replace(design, weights=values, weight_bounds=weight_bounds)
+    if survey is not None and weight_bounds is not None:
+        values = weight_values(data[survey.weights], survey.weights, weight_bounds, missing)
+        design = replace(design, weights=values, weight_bounds=weight_bounds, psus=psus(survey, data, levels, missing))
     spec = FormulaSpec(
         formula=formula,
         rhs=formula.split("~", 1)[1],

@@ -21,7 +21,9 @@ Survey weights (``design.weights``, dpstats/frontend/weights.py): the same itera
 the weighted scores and curvatures (the weighted pseudo-MLE, survey::svyglm's point
 estimate), with ``MEAT_SHARE`` of eps on the weighted scores' outer products at the
 release, so that the sampling part of the covariance is the design-based weighted
-sandwich ``H^{-1} M H^{-1}`` (one PSU per row) instead of ``H^{-1}``.
+sandwich ``H^{-1} M H^{-1}`` (one PSU per row) instead of ``H^{-1}``. With a survey's declared
+PSUs and strata (``design.psus``) that share releases the PSUs' weighted score totals instead,
+and M is svyglm's linearisation meat (dpstats/uncertainty/design_meat.py).
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from ...design.matrix import Design
-from ...glm.links import get_link
+from ...glm.links import Link, get_link
 from ...privacy import noise
 from ...privacy.accounting import PrivacySpent
+from ...uncertainty.design_meat import ScoreBound, release_meat, release_name
 from ..base import PrivacyRequest, Release, refuse_rho
 from .inference import Iteration, privacy_second_moment
 from .scaling import BoxScale
@@ -47,6 +50,8 @@ from .steps import (
     noisy_meat,
     noisy_score,
     repaired,
+    score_clip,
+    score_rows,
     score_sensitivity,
 )
 
@@ -79,6 +84,12 @@ SE_NOTE_WEIGHTED = (
     "weighted sandwich (the released curvature around the released outer products of the weighted scores, "
     "design-based with one PSU per row, as survey::svyglm without clusters) plus the privacy error's second "
     "moment, from reruns of the noisy iteration on the released values"
+)
+SE_NOTE_PSUS = (
+    "design-based linearisation sandwich, as survey::svyglm's, over {psus}: the released curvature around the "
+    "PSUs' noisy weighted score totals, centred within strata, less their noise's variance "
+    "(dpstats/uncertainty/design_meat.py), plus the privacy error's second moment from reruns of the noisy "
+    "iteration on the released values"
 )
 SE_NOTE = (
     "inverse of the released curvature (the model's information) plus the privacy error's second moment, from "
@@ -170,9 +181,10 @@ def fit(
     ]
     if weighted:  # the design-based (weighted sandwich) covariance of the weighted MLE
         eps_meat = float(privacy.eps) - eps_point
-        meat = repaired(noisy_meat(binary, rows, theta, eps_meat, rng), 0.0)
-        sampling, note = inverse @ meat @ inverse, SE_NOTE_WEIGHTED
-        split.append(("meat", eps_meat))
+        meat = _design_meat(binary, rows, theta, eps_meat, rng, design)
+        sampling = inverse @ meat @ inverse
+        note = SE_NOTE_WEIGHTED if design.psus is None else SE_NOTE_PSUS.format(psus=design.psus.description)
+        split.append((release_name(design.psus), eps_meat))
     else:
         sampling, note = inverse, SE_NOTE
     J = scale.jacobian()
@@ -184,6 +196,22 @@ def fit(
         hyperparameters={"steps": steps, "newton steps": newton},
         bias=SHRINKAGE if weakest < WEAK else None,
     )
+
+
+def _design_meat(
+    binary: Link, rows: Sample, theta: np.ndarray, eps: float, rng: np.random.Generator, design: Design
+) -> np.ndarray:
+    """The released design-based meat at ``theta``: the weighted scores' outer products (one PSU per row), or
+    the declared PSUs' score totals (dpstats/uncertainty/design_meat.py). A row's clipped weighted score
+    ``w psi z`` has at most one nonzero entry per one-hot block, each at most ``w_max c`` in absolute value."""
+    if design.psus is None:
+        return repaired(noisy_meat(binary, rows, theta, eps, rng), 0.0)
+    weights = np.ones(len(rows.y)) if rows.weights is None else rows.weights
+    scores = weights[:, None] * score_rows(binary, rows.Z, rows.y, theta)
+    blocks = design.one_hot_blocks
+    groups = rows.Z.shape[1] - sum(len(b) for b in blocks) + len(blocks)
+    largest = rows.weight_max * score_clip(binary)
+    return release_meat(rng, scores, ScoreBound(largest * groups, largest**2 * groups), eps, design.psus)
 
 
 def _least_eigenvalue(matrix: np.ndarray) -> float:

@@ -1,0 +1,82 @@
+"""A call's survey declaration: ``weights=``, ``cluster=`` and ``strata=`` (public facts, checked before reading).
+
+* ``weights`` names the survey-weight column; its range is declared in ``bounds``
+  (dpstats/frontend/weights.py).
+* ``cluster`` names the PSU column and ``strata`` the stratum column; the levels of
+  both are declared in ``levels`` like a categorical variable's, and a PSU is a pair
+  (stratum, cluster) (dpstats/design/survey.py). A row whose cluster or stratum is
+  missing or not declared is put in the first declared level (the categorical cells'
+  treatment, dpstats/frontend/cells.py): no row can make the call raise.
+
+A design needs its weights: ``cluster=`` without ``weights=`` is refused (pass a
+column of ones, declared in ``(0, 1)``, for an unweighted clustered fit);
+``strata=`` needs ``cluster=`` (rows as their own PSUs within strata are not built).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..design.survey import PSUs
+from .cells import categorical_cells
+
+
+@dataclass(frozen=True)
+class SurveyDeclaration:
+    """The columns a call declared: the weights, and the PSUs and strata (None: not declared)."""
+
+    weights: str
+    cluster: str | None = None
+    strata: str | None = None
+
+
+def declare_survey(weights: object, cluster: object = None, strata: object = None) -> SurveyDeclaration | None:
+    """Check the declaration's types and combination (public; module docstring); None without weights."""
+    for name, value in (("weights", weights), ("cluster", cluster), ("strata", strata)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must name a column of the data, as in {name}='{name[:2]}'")
+    if weights is None:
+        if cluster is not None or strata is not None:
+            raise ValueError("cluster= and strata= declare a survey design: pass its weights= too")
+        return None
+    if strata is not None and cluster is None:
+        raise ValueError("strata= needs cluster=, the PSUs within the strata")
+    if cluster is not None and cluster in (weights, strata):
+        raise ValueError("weights, cluster and strata must be different columns")
+    return SurveyDeclaration(weights, cluster, strata)
+
+
+def check_psu_levels(
+    declaration: SurveyDeclaration, columns: Collection[str], levels: Mapping[str, object] | None
+) -> None:
+    """The cluster and strata columns exist and have declared levels (schema facts and declarations only)."""
+    for name in (declaration.cluster, declaration.strata):
+        if name is None:
+            continue
+        if name not in columns:
+            raise ValueError(f"{name!r} is not a column of the data")
+        if levels is None or name not in levels:
+            raise ValueError(f"the survey design's column {name!r} needs its levels declared in levels=")
+
+
+def psus(declaration: SurveyDeclaration, data: pd.DataFrame, levels: Mapping[str, tuple], missing: str) -> PSUs | None:
+    """Every row's PSU among the declared (stratum, cluster) pairs; None without ``cluster=``."""
+    if declaration.cluster is None:
+        return None
+    clusters = tuple(levels[declaration.cluster])
+    cluster = _codes(declaration.cluster, data, clusters, missing)
+    if declaration.strata is None:
+        return PSUs(cluster, np.zeros(len(clusters), dtype=np.intp), declaration.cluster)
+    strata = tuple(levels[declaration.strata])
+    codes = _codes(declaration.strata, data, strata, missing) * len(clusters) + cluster
+    of_psu = np.repeat(np.arange(len(strata), dtype=np.intp), len(clusters))
+    return PSUs(codes, of_psu, declaration.cluster, declaration.strata)
+
+
+def _codes(name: str, data: pd.DataFrame, levels: tuple, missing: str) -> np.ndarray:
+    """Every row's position among the column's declared levels (bad cells: the first level)."""
+    return np.asarray(categorical_cells(name, data[name].reset_index(drop=True), levels, missing).codes, dtype=np.intp)
