@@ -41,7 +41,7 @@ from ..privacy.noise import laplace_mechanism
 from .intervals import nearest_psd
 from .sandwich import from_upper_triangle, upper_triangle
 
-ROW_MEAT = "meat (weighted scores' outer products)"
+ROW_MEAT = "meat"
 PSU_TOTALS = "PSU score totals"
 
 
