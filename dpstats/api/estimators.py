@@ -14,6 +14,7 @@ from ..distributed.dask_design import dask_design, is_dask, supported
 from ..frontend.formula import build_design, check_data
 from ..frontend.metadata import check_bounds
 from ..frontend.survey import SurveyDeclaration, declare_survey
+from ..frontend.weights import planning_rows
 from ..glm.links import LINKS
 from ..groups.fit import fit_by_group
 from ..groups.grouped_results import DPGroupedResults
@@ -513,10 +514,14 @@ def _fit(
     dask = is_dask(data)
     binary = estimator in LINKS
     allowed = frozenset(supported(estimator)) if dask else unit_methods(plan.unit)
+    if plan.survey is not None:  # auto chooses among the mechanisms that take weights
+        weighted = weighted_methods(estimator)
+        allowed = weighted if allowed is None else frozenset(allowed) & weighted
     if not dask:
         data = check_data(data)
         data, units = _bounded(data, plan, rng)
-        note = _plan_note(estimator, formula, len(data), list(data.columns), plan, bounds, levels, units, allowed)
+        rows = _planning_rows(len(data), plan, bounds)
+        note = _plan_note(estimator, formula, rows, list(data.columns), plan, bounds, levels, units, allowed)
     if dask:  # the rows stay on the workers: dpstats/distributed/dask_design.py
         if plan.integers is not None or plan.unit is not None or plan.survey is not None:
             raise ValueError(
@@ -533,9 +538,7 @@ def _fit(
         design = replace(design, units=units)
     if spec is None:
         facts = PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share)
-        if plan.survey is not None:  # auto chooses among the mechanisms that take weights
-            weighted = weighted_methods(estimator)
-            allowed = weighted if allowed is None else frozenset(allowed) & weighted
+        facts = replace(facts, n=_planning_rows(design.n, plan, bounds))
         choice = choose_binary(facts, allowed, plan.force) if binary else choose(facts, allowed)
         reason = choice.reason
         spec = get_mechanism(choice.method, estimator)
@@ -595,6 +598,15 @@ def _plan_note(
     if note is not None and plan.spec is None and not plan.force:
         raise call.refusal(note)
     return note
+
+
+def _planning_rows(n: int, plan: _Plan, bounds: Mapping[str, Sequence[float]] | None) -> int:
+    """n, or with survey weights the unweighted rows they are worth to the predictions
+    (dpstats/frontend/weights.py, ``planning_rows``; the weights' range is checked when the design is built)."""
+    if plan.survey is None or bounds is None or plan.survey.weights not in bounds:
+        return n
+    lo, hi = (float(v) for v in bounds[plan.survey.weights])
+    return planning_rows(n, (lo, hi)) if 0.0 <= lo < hi < float("inf") else n
 
 
 def _bounded(data: pd.DataFrame, plan: _Plan, rng) -> tuple[pd.DataFrame, Units | None]:

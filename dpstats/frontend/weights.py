@@ -39,3 +39,12 @@ def check_weights(
 def weight_values(column: pd.Series, name: str, bounds: tuple[float, float], missing: str) -> np.ndarray:
     """The rows' weights after the row-wise treatment (module docstring)."""
     return numeric_cells(name, column.reset_index(drop=True), bounds, missing)
+
+
+def planning_rows(n: int, bounds: tuple[float, float]) -> int:
+    """The rows a weighted release of n rows is worth to the planning's predictions (dpstats/planning/): a
+    weighted sum's noise grows with the declared maximum W and its signal with the weights' total, which the
+    prediction takes at the range's midpoint, ``n (lo + W) / 2``, as ``n (lo + W) / (2 W)`` unweighted rows
+    (public: n and the declared range)."""
+    lo, hi = bounds
+    return max(1, int(n * (lo + hi) / (2.0 * hi)))

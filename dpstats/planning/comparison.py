@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,6 +145,7 @@ def compare_methods(
     se_share: float | None = None,
     max_rows: int = 1,
     units: int | None = None,
+    only: Collection[str] | None = None,
 ) -> MethodComparison:
     """Predicted errors of every mechanism auto may choose, before any budget is spent (module docstring).
 
@@ -158,11 +159,14 @@ def compare_methods(
     of that coefficient (a typical scenario, user's units), the same in
     standard errors of the non-private fit, and the eps and n it needs.
     ``se_share`` is the call's (None: each mechanism's default), which
-    decides the budget each point estimate gets.
+    decides the budget each point estimate gets. ``only``: the methods the call may choose among (a call with
+    survey weights: :func:`dpstats.mechanisms.weighted_methods`), None for all.
     """
     facts = plan_facts(formula, n, eps, bounds, levels, estimator, delta, se_share)
     facts = dataclasses.replace(facts, unit_rows=check_max_rows(max_rows), units=units)
     allowed = None if facts.unit_rows == 1 else unit_native_methods()
+    if only is not None:
+        allowed = frozenset(only) if allowed is None else frozenset(allowed) & frozenset(only)
     unit = error_unit(facts)
     rows = []
     for candidate in CANDIDATES:

@@ -144,6 +144,6 @@ class PlannedCall:
         plan = compare_methods(
             self.formula, self.n, self.eps, self.bounds, self.levels,
             estimator=self.estimator, delta=self.delta, target=self.target, se_share=self.se_share,
-            max_rows=self.unit_rows, units=self.units,
+            max_rows=self.unit_rows, units=self.units, only=self.allowed,
         )  # fmt: skip
         return RefusedBeforeSpending(reason, plan)

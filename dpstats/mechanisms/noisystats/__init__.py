@@ -23,4 +23,5 @@ SPEC = MechanismSpec(
     se_share=se_share,
     distributed=frozenset({"ols"}),
     unit_native=True,
+    weighted=frozenset({"ols"}),
 )

@@ -201,7 +201,7 @@ def centered_covariance(
     return back @ cov_centred @ back.T
 
 
-def _normal_draws(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray, size: int) -> np.ndarray:
+def normal_draws(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray, size: int) -> np.ndarray:
     """``size`` draws of N(mean, cov) for a PSD ``cov`` (its symmetric square root)."""
     values, vectors = np.linalg.eigh(cov)
     root = vectors * np.sqrt(np.maximum(values, 0.0))
@@ -241,7 +241,7 @@ def centered_replicates(
     ``floor`` the repair's (dpstats/mechanisms/noisystats/repair.py), None for none.
     """
     intercept_scale = scales[2]
-    draws = _normal_draws(rng, coef_unit, cov_unit, REPLICATES)
+    draws = normal_draws(rng, coef_unit, cov_unit, REPLICATES)
     a_s, b_s = draws[:, 0], draws[:, 1:]
     b_t = _noisy_solve(rng, s_xx, b_s, scales[:2], floor)
     spread = intercept_scale * (1.0 + np.abs(b_t).sum(axis=1))
@@ -258,7 +258,7 @@ def origin_replicates(
     floor: float | None = None,
 ) -> np.ndarray:
     """Bootstrap refits of the coefficients on the scaled problem without an intercept."""
-    draws = _normal_draws(rng, coef, cov, REPLICATES)
+    draws = normal_draws(rng, coef, cov, REPLICATES)
     return _noisy_solve(rng, xtx, draws, scales, floor)
 
 
@@ -295,7 +295,7 @@ def centered_uncertainty(
         if not np.all(np.isfinite(cov_unit)):
             return infinite_cov(p), None
         draws = centered_replicates(rng, coef_unit, cov_unit, s_xx, released.u_sum / n, scales, floor)
-        return _finish((draws @ jacobian.T + offset)[:, order])
+        return finish((draws @ jacobian.T + offset)[:, order])
 
 
 def structured_uncertainty(
@@ -322,9 +322,9 @@ def structured_uncertainty(
         cov_unit = centered_covariance(released, s_xx, n, privacy_cov, clusters)
         if not np.all(np.isfinite(cov_unit)):
             return infinite_cov(p), None
-        draws = _normal_draws(rng, coef_unit, cov_unit, REPLICATES)
+        draws = normal_draws(rng, coef_unit, cov_unit, REPLICATES)
         refits = structured.noisy_refits(rng, wtw, draws, layout, noise_scale, floor)
-        return _finish((refits @ jacobian.T + offset)[:, order])
+        return finish((refits @ jacobian.T + offset)[:, order])
 
 
 def origin_uncertainty(
@@ -348,10 +348,10 @@ def origin_uncertainty(
         cov = sandwich.hc_covariance(xtx, meat, n, clusters)
         if not np.all(np.isfinite(cov)):
             return infinite_cov(p), None
-        return _finish(origin_replicates(rng, coef, cov, xtx, scales, floor) * to_user)
+        return finish(origin_replicates(rng, coef, cov, xtx, scales, floor) * to_user)
 
 
-def _finish(replicates: np.ndarray) -> Uncertainty:
+def finish(replicates: np.ndarray) -> Uncertainty:
     """The replicates' covariance with the replicates, or infinite variances and none if too few are finite."""
     cov = replicate_covariance(replicates)
     return (cov, replicates) if np.all(np.isfinite(cov)) else (cov, None)

@@ -56,6 +56,9 @@ scales the bootstrap and the repair read. The standard errors' column sums likew
 dpstats/uncertainty/cluster_meat.py, for CR1 standard errors clustered by unit. Such
 a fit needs the rows of a unit together, in memory (a pandas DataFrame).
 
+Survey weights (``design.weights``, with an intercept): weighted least squares from the
+noisy weighted sums, with design-based standard errors (:mod:`.weighted`).
+
 The rows are read only through ``design.total`` (dpstats/design/moments.py): the
 statistics below are sums over rows (the unit-scale moments, the uncentred
 cross-products, the residual meat at a released estimate), so a Dask
@@ -81,6 +84,8 @@ from ...uncertainty import cluster_meat, sandwich
 from ...uncertainty.sandwich import from_upper_triangle, upper_triangle
 from ..base import PrivacyRequest, Release, failed_release
 from . import inference, repair, structured
+from .outputs import NO_SE_NOTE, design_order, is_positive_definite, noisystats_release
+from .weighted import fit_weighted
 
 SE_NOTE = (
     "Standard errors and percentile bootstrap intervals cover the sampling error (an HC1 sandwich from a "
@@ -90,7 +95,6 @@ SE_NOTE = (
 CLUSTERED_SE_NOTE = SE_NOTE.replace("an HC1 sandwich", "a CR1 sandwich clustered by {unit}").replace(
     "residual meat", "residual meat summed by {unit}"
 )
-NO_SE_NOTE = "se_share=0: no budget was spent on standard errors, so SEs, tests and intervals are NaN."
 FAIL_REASON = "the noisy n*var(x) matrix was not positive definite (the paper's failure output)"
 
 
@@ -105,14 +109,6 @@ def slope_blocks(design: Design) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(position[j] for j in block) for block in design.one_hot_blocks)
 
 
-def _is_positive_definite(matrix: np.ndarray) -> bool:
-    try:
-        np.linalg.cholesky(matrix)
-    except np.linalg.LinAlgError:
-        return False
-    return True
-
-
 def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str, object]) -> float:
     """The part of eps the noisy sandwich spends (the user's ``se_share``, else :data:`.inference.DEFAULT_SHARE`)."""
     return privacy.share(inference.DEFAULT_SHARE)
@@ -123,6 +119,8 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, singu
     repairs = repair.check_singular(singular) == "repair"
     if design.units is not None and design.chunks is not None:
         raise ValueError("unit= runs on a pandas DataFrame: a unit's rows must be summed together")
+    if design.weights is not None:
+        return fit_weighted(design, privacy, rng, repairs)
     if design.intercept_index is None:
         return _fit_through_origin(design, privacy, rng, repairs)
     if design.one_hot_blocks:
@@ -200,7 +198,7 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     bias = None if floor is None else repair.floor_bias(s_xx, floor)
     if floor is not None:
         s_xx = repair.repaired(s_xx, floor)
-    elif not _is_positive_definite(s_xx):
+    elif not is_positive_definite(s_xx):
         return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
 
     slopes = np.linalg.solve(s_xx, s_xy)
@@ -210,18 +208,18 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     theta = scale.jacobian() @ coef_unit + scale.offset()
     params = place_coefficients(design, theta[0], theta[1:])
     if share == 0:
-        return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats, bias)
+        return noisystats_release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats, bias)
 
     rows = functools.partial(_unit_total, design, scale)
     released = inference.release_centered_sandwich(
         rng, rows, n, coef_unit, eps * share, u_sum=n * u_bar, units=units_of(design)
     )
     scales = (xx_sensitivity / eps3, xy_sensitivity / eps3, k / (n * eps3))
-    to_user = (scale.jacobian(), scale.offset(), _design_order(design))
+    to_user = (scale.jacobian(), scale.offset(), design_order(design))
     cov, replicates = inference.centered_uncertainty(
         noise.postprocessing_rng(rng), released, coef_unit, s_xx, n, scales, to_user, floor, _clusters(design)
     )
-    return _release(params, cov, replicates, spent, note, noisy_stats, bias)
+    return noisystats_release(params, cov, replicates, spent, note, noisy_stats, bias)
 
 
 def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, repairs: bool) -> Release:
@@ -243,14 +241,14 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     bias = None if floor is None else repair.floor_bias(wtw, floor)
     if floor is not None:
         wtw = repair.repaired(wtw, floor)
-    elif not _is_positive_definite(wtw):
+    elif not is_positive_definite(wtw):
         return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
     to_unit, shift = layout.to_unit()
     coef_unit = to_unit @ np.linalg.solve(wtw, wtv) + shift
     theta = scale.jacobian() @ coef_unit + scale.offset()
     params = place_coefficients(design, theta[0], theta[1:])
     if share == 0:
-        return _release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats, bias)
+        return noisystats_release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats, bias)
 
     released = inference.release_centered_sandwich(
         rng,
@@ -263,7 +261,7 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
         sums_released=True,
         units=units_of(design),
     )
-    to_user = (scale.jacobian(), scale.offset(), _design_order(design))
+    to_user = (scale.jacobian(), scale.offset(), design_order(design))
     cov, replicates = inference.structured_uncertainty(
         noise.postprocessing_rng(rng),
         released,
@@ -276,7 +274,7 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
         floor,
         _clusters(design),
     )
-    return _release(params, cov, replicates, spent, note, noisy_stats, bias)
+    return noisystats_release(params, cov, replicates, spent, note, noisy_stats, bias)
 
 
 def _unit_total(design: Design, scale: CenteredUnitScale, statistic: inference.UnitStatistic) -> np.ndarray:
@@ -299,14 +297,6 @@ def origin_meat(x_scale: np.ndarray, y_scale: float, coef: np.ndarray, bound: fl
     if units is None:
         return sandwich.meat(Xs, residuals)
     return cluster_meat.cluster_meat(Xs, residuals, units.codes, units.count)
-
-
-def _design_order(design: Design) -> np.ndarray:
-    """Column order taking (intercept, slopes...) to the design's order."""
-    position = np.empty(design.n_columns, dtype=int)
-    position[design.slope_indices] = np.arange(1, design.n_columns)
-    position[design.intercept_index] = 0
-    return position
 
 
 def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, repairs: bool) -> Release:
@@ -337,12 +327,12 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
     bias = None if floor is None else repair.floor_bias(xtx, floor)
     if floor is not None:
         xtx = repair.repaired(xtx, floor)
-    elif not _is_positive_definite(xtx):
+    elif not is_positive_definite(xtx):
         return failed_release(p, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
     coef_scaled = np.linalg.solve(xtx, xty)
     params = coef_scaled * y_scale / x_scale
     if share == 0:
-        return _release(params, np.full((p, p), np.nan), None, spent, note, noisy_stats, bias)
+        return noisystats_release(params, np.full((p, p), np.nan), None, spent, note, noisy_stats, bias)
 
     bound = sandwich.residual_bound(coef_scaled, xb, yb)
     full = design.total(functools.partial(origin_meat, x_scale, y_scale, coef_scaled, bound))
@@ -360,7 +350,7 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
         floor,
         _clusters(design),
     )
-    return _release(params, cov, replicates, spent, note, noisy_stats, bias)
+    return noisystats_release(params, cov, replicates, spent, note, noisy_stats, bias)
 
 
 def _user_unit_stats(scale: CenteredUnitScale, s_xx: np.ndarray, s_xy: np.ndarray) -> dict:
@@ -369,24 +359,3 @@ def _user_unit_stats(scale: CenteredUnitScale, s_xx: np.ndarray, s_xy: np.ndarra
         "nvar(x)": s_xx * np.outer(scale.x_width, scale.x_width),
         "ncov(x, y)": s_xy * scale.x_width * scale.y_width,
     }
-
-
-def _release(
-    params: np.ndarray,
-    cov: np.ndarray,
-    replicates: np.ndarray | None,
-    spent: PrivacySpent,
-    note: str,
-    stats: dict,
-    bias: str | None,
-) -> Release:
-    return Release(
-        params=params,
-        cov=cov,
-        privacy=spent,
-        se_note=note,
-        noisy_stats=stats,
-        replicates=replicates,
-        interval="percentile",
-        bias=bias,
-    )

@@ -120,11 +120,16 @@ class Layout:
         centre[[j - 1 for j in block_of if j > 0]] = 0.0
         return cls(p, rows[mask], cols[mask], centre, np.array(full, dtype=np.intp))
 
-    def values(self, U: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """The released entries' exact values for unit-scale rows ``(U, v)``."""
+    def values(self, U: np.ndarray, v: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """The released entries' exact values for unit-scale rows ``(U, v)``: of ``Z'Z``, or of ``Z' diag(w) Z``
+        for survey ``weights`` (dpstats/mechanisms/noisystats/weighted.py)."""
+        Z = self.rows_of(U, v)
+        return ((Z.T if weights is None else Z.T * weights) @ Z)[self.rows, self.cols]
+
+    def rows_of(self, U: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The rows ``Z = [d_0, u - c, v - c_v]`` of unit-scale rows ``(U, v)``."""
         reference = 1.0 - U[:, self.full].sum(axis=1)
-        Z = np.column_stack([reference, U - self.centre[:-1], v - self.centre[-1]])
-        return (Z.T @ Z)[self.rows, self.cols]
+        return np.column_stack([reference, U - self.centre[:-1], v - self.centre[-1]])
 
     def matrices(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``W'W`` (with its structural zeros) and ``W'v`` from released ``values``."""

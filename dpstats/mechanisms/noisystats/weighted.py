@@ -1,0 +1,175 @@
+"""NoisyStats with survey weights: weighted least squares from noisy weighted sums, with design-based errors.
+
+The point (``W'WW, W'Wv``). On the unit scale of the multivariate NoisyStats, with the
+layout of :mod:`.structured` (``Z = [d_0, u - c, v - c_v]``: the full block coded in
+full, or, without categorical terms, ``d_0 = 1``, the intercept column, as a block
+with no columns), release the upper triangle of ``Z' diag(w) Z`` without its
+structural zeros and ``(v, v)``, and solve ``W'WW theta = W'W(v - c_v)``: weighted
+least squares, statsmodels' WLS and survey::svyglm's point estimate, mapped back to
+the user's units exactly (:meth:`.structured.Layout.to_unit`). Every row's entries
+are its unweighted entries times its weight ``w in [lo, W]`` (declared, clipped:
+dpstats/frontend/weights.py). :func:`.structured.structured_sensitivity` bounds,
+group by group, either the width of an entry's range, which contains 0 (a square in
+``[0, 1/4]``, a product in ``[-1/4, 1/4]``), or twice the most a row's entries of a
+group can add up to in absolute value; with the weight both are multiplied by at most
+W. So the L1 sensitivity is ``W`` times the unweighted one (the intercept's empty block
+counts as a block: its entries ``w, w (u_j - c), w (v - c_v)`` add up to at most
+``w (1 + (c + 1)/2)``), checked against every pair of rows of a grid with weights 0
+and W in tests/test_noisystats_weighted.py. n is public but not used: the weighted
+counts are released.
+
+The standard errors, with ``se_share`` of eps (default 0.2). The design-based
+(linearisation) sandwich ``B^{-1} M B^{-1}``: B the released ``W'WW``, M the meat of
+the rows' weighted scores ``s_i = w_i r_i Z_i`` (``Z_i`` without its response column,
+``r_i`` the residual at the released estimate, clipped to ``[-1, 1]``: every row whose
+fitted value lies within half the response's range of it keeps its residual), released
+by dpstats/uncertainty/design_meat.py: the scores' outer products (one PSU per row,
+R survey's weighted sandwich without clusters), or the declared PSUs' totals, centred
+within strata (``cluster=``, ``strata=``: svyglm's linearisation). A row's score has
+at most one nonzero entry per block (at most 1) and continuous entries at most 1/2,
+times ``W``. Then the privacy noise: a parametric bootstrap of refits through the
+release's noise (:func:`.structured.noisy_refits`), as the unweighted fit's
+(dpstats/mechanisms/noisystats/inference.py): the covariance adds the refits' departures
+from their draws to the sandwich, and the intervals are the refits' percentiles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...design.matrix import CenteredUnitScale, Design, place_coefficients
+from ...privacy import noise
+from ...privacy.accounting import PrivacySpent
+from ...uncertainty.design_meat import ScoreBound, release_meat, release_name
+from ...uncertainty.intervals import infinite_cov
+from ..base import PrivacyRequest, Release, failed_release
+from . import inference, repair, structured
+from .outputs import NO_SE_NOTE, design_order, is_positive_definite, noisystats_release
+
+NAME = "W'WW, W'Wy"
+"""The point's release (in the budget's split)."""
+RESIDUAL_BOUND = 1.0
+"""Where the meat's residuals are clipped, on the unit scale (module docstring)."""
+SE_NOTE = (
+    "Design-based standard errors: the weighted sandwich around the released weighted scores' {meat}, as R "
+    "survey's svyglm ({design}), and the privacy noise (the release's noise re-drawn in {replicates} refits, a "
+    "parametric bootstrap); percentile intervals."
+)
+FAIL_REASON = "the noisy weighted W'W matrix was not positive definite (the paper's failure output)"
+
+
+def blocks_of(design: Design, position: dict[int, int]) -> tuple[tuple[int, ...], ...]:
+    """The layout's blocks: the design's one-hot blocks among the slopes, or one empty block (the intercept)."""
+    blocks = tuple(tuple(position[j] for j in block) for block in design.one_hot_blocks)
+    return blocks or ((),)
+
+
+def sensitivity(layout: structured.Layout, blocks: tuple[tuple[int, ...], ...], weight_max: float) -> float:
+    """The weighted release's L1 sensitivity: ``W`` times the unweighted one (module docstring)."""
+    in_block = sum(len(b) for b in blocks)
+    return weight_max * structured.structured_sensitivity(layout.p - in_block, tuple(len(b) for b in blocks))
+
+
+def score_bound(layout: structured.Layout, blocks: tuple[tuple[int, ...], ...], weight_max: float) -> ScoreBound:
+    """Bounds on a row's weighted score ``w r Z`` (module docstring): one entry of at most 1 per block, the
+    continuous columns' at most 1/2, all times ``W RESIDUAL_BOUND``."""
+    continuous = layout.p - sum(len(b) for b in blocks)
+    largest = weight_max * RESIDUAL_BOUND
+    return ScoreBound(largest * (len(blocks) + continuous / 2), largest**2 * (len(blocks) + continuous / 4))
+
+
+def fit_weighted(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, repairs: bool) -> Release:
+    """Weighted NoisyStats (module docstring) on a design with an intercept and survey weights."""
+    if design.intercept_index is None or design.weights is None or design.weight_bounds is None:
+        raise ValueError("weighted NoisyStats needs an intercept and survey weights")
+    eps = float(privacy.eps)
+    share = privacy.share(inference.DEFAULT_SHARE)
+    scale = CenteredUnitScale.from_design(design)
+    position = {int(j): k for k, j in enumerate(design.slope_indices)}
+    blocks = blocks_of(design, position)
+    p = design.slope_indices.size
+    layout = structured.Layout.of(p, blocks)
+    weight_max = float(design.weight_bounds[1])
+    eps_point = eps * (1.0 - share)
+    split = ((NAME, eps_point),) if share == 0 else ((NAME, eps_point), (release_name(design.psus), eps * share))
+    spent = PrivacySpent(notion="pure", eps=eps, split=split)
+    note = SE_NOTE.format(
+        meat="outer products" if design.psus is None else "PSU totals",
+        design="one PSU per row" if design.psus is None else design.psus.description,
+        replicates=inference.REPLICATES,
+    )
+    U, v = scale.transform(design)
+    noise_scale = sensitivity(layout, blocks, weight_max) / eps_point
+    exact = layout.values(U, v, design.weights)
+    released = noise.laplace_mechanism(rng, exact, noise_scale * eps_point, eps_point, NAME)
+    wtw, wtv = layout.matrices(np.atleast_1d(released))
+    noisy_stats = _weighted_stats(scale, layout, wtw, wtv)
+    floor = structured.floor(layout, noise_scale) if repairs else None
+    bias = None if floor is None else repair.floor_bias(wtw, floor)
+    if floor is not None:
+        wtw = repair.repaired(wtw, floor)
+    elif not is_positive_definite(wtw):
+        return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
+    theta = np.linalg.solve(wtw, wtv)
+    to_unit, shift = layout.to_unit()
+    coef_unit = to_unit @ theta + shift
+    user = scale.jacobian() @ coef_unit + scale.offset()
+    params = place_coefficients(design, user[0], user[1:])
+    order = design_order(design)
+    if share == 0:
+        nan = np.full((p + 1, p + 1), np.nan)
+        return noisystats_release(params, nan, None, spent, NO_SE_NOTE, noisy_stats, bias)
+    Z = layout.rows_of(U, v)
+    residuals = np.clip(Z[:, -1] - Z[:, :-1] @ theta, -RESIDUAL_BOUND, RESIDUAL_BOUND)
+    scores = (design.weights * residuals)[:, None] * Z[:, :-1]
+    meat = release_meat(rng, scores, score_bound(layout, blocks, weight_max), eps * share, design.psus)
+    cov, replicates = _uncertainty(noise.postprocessing_rng(rng), wtw, meat, theta, layout, noise_scale, floor)
+    jacobian, offset = scale.jacobian(), scale.offset()
+    cov_user = (jacobian @ cov @ jacobian.T)[np.ix_(order, order)]
+    replicates = None if replicates is None else (replicates @ jacobian.T + offset)[:, order]
+    return noisystats_release(params, cov_user, replicates, spent, note, noisy_stats, bias)
+
+
+def _uncertainty(
+    rng: np.random.Generator,
+    wtw: np.ndarray,
+    meat: np.ndarray,
+    theta: np.ndarray,
+    layout: structured.Layout,
+    noise_scale: float,
+    floor: float | None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The covariance of (intercept, slopes) on the unit scale and the bootstrap's refits (post-processing):
+    draws from the design-based sandwich, pushed through the release's noise (module docstring). The covariance
+    is the sandwich itself plus the refits' departures from their draws (the privacy error's), so that it is
+    the sandwich exactly where the noise vanishes."""
+    to_unit, shift = layout.to_unit()
+    p = theta.size
+    with np.errstate(all="ignore"):
+        inverse = np.linalg.inv(wtw)
+        sampling = to_unit @ (inverse @ meat @ inverse) @ to_unit.T
+        if not np.all(np.isfinite(sampling)):
+            return infinite_cov(p), None
+        draws = inference.normal_draws(rng, to_unit @ theta + shift, sampling, inference.REPLICATES)
+        refits = structured.noisy_refits(rng, wtw, draws, layout, noise_scale, floor)
+        privacy_cov, replicates = inference.finish(refits - draws)
+    if replicates is None:
+        return privacy_cov, None
+    return sampling + privacy_cov, refits
+
+
+def _weighted_stats(
+    scale: CenteredUnitScale, layout: structured.Layout, wtw: np.ndarray, wtv: np.ndarray
+) -> dict[str, np.ndarray | float]:
+    """The released weighted statistics in the user's units (post-processing): the weights' total and the
+    weighted ``n var(x)`` and ``n cov(x, y)``."""
+    u_total, v_total = layout.totals(wtw)[1:], layout.totals(wtv)
+    total = wtw[0, 0] + np.trace(wtw[np.ix_(1 + layout.full, 1 + layout.full)])  # every row is at one level
+    with np.errstate(all="ignore"):
+        s_xx = wtw[1:, 1:] - np.outer(u_total, u_total) / total
+        s_xy = wtv[1:] - u_total * v_total / total
+    return {
+        "sum of weights": float(total),
+        "weighted nvar(x)": s_xx * np.outer(scale.x_width, scale.x_width),
+        "weighted ncov(x, y)": s_xy * scale.x_width * scale.y_width,
+    }
