@@ -218,6 +218,7 @@ def test_the_ledger_is_a_frame_for_an_appendix(data: pd.DataFrame) -> None:
         "delta",
         "rho",
         "unit",
+        "weights",
         "failed",
     ]
     assert ledger["formula"].tolist() == [FORMULA, FORMULA, "histogram of income, foodexp"]

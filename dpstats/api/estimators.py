@@ -494,6 +494,7 @@ def _charged(
     )
     return res
 
+        weights=fits[0].survey,
 
 def _fit(
     estimator: str,

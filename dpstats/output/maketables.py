@@ -113,7 +113,8 @@ class MakeTablesPlugin:
 
 
 def maketables_rows(models: Sequence[Any]) -> dict[str, list[str]]:
-    """The privacy rows of an ETable, for ``custom_model_stats``: eps (delta, rho where any fit has them), method.
+    """The privacy rows of an ETable, for ``custom_model_stats``: eps (delta, rho where any fit has them), method,
+    and the survey-weight column where any fit is weighted.
 
     ``models`` as given to ETable: fits, and containers such as a
     :class:`~dpstats.results.quantile_fits.DPQuantileFits` (expanded by ``to_list()``,
@@ -126,4 +127,6 @@ def maketables_rows(models: Sequence[Any]) -> dict[str, list[str]]:
     if any(fit.privacy.rho is not None for fit in fits):
         rows["rho"] = ["-" if fit.privacy.rho is None else f"{fit.privacy.rho:g}" for fit in fits]
     rows["DP method"] = [fit.method for fit in fits]
+    if any(fit.hyperparameters.get("weights") is not None for fit in fits):
+        rows["Weights"] = [str(fit.hyperparameters.get("weights") or "none") for fit in fits]
     return rows

@@ -81,7 +81,20 @@ SLACK = 1e-12
 """Relative slack of every cap, for float rounding of the totals."""
 FILE_FORMAT = "dpstats.PrivacyBudget"
 FILE_VERSION = 1
-LEDGER_COLUMNS = ("time", "formula", "estimator", "q", "method", "notion", "eps", "delta", "rho", "unit", "failed")
+LEDGER_COLUMNS = (
+    "time",
+    "formula",
+    "estimator",
+    "q",
+    "method",
+    "notion",
+    "eps",
+    "delta",
+    "rho",
+    "unit",
+    "weights",
+    "failed",
+)
 
 
 class BudgetExceeded(ValueError):
@@ -103,6 +116,7 @@ class Accountant(Protocol):
         method: str,
         q: Sequence[float] | None = None,
         failed: bool = False,
+        weights: str | None = None,
     ) -> None: ...
 
 
@@ -165,6 +179,8 @@ class Entry:
     q: tuple[float, ...] | None = None
     failed: bool = False
     unit: str = "row"
+    weights: str | None = None
+    """A weighted fit's survey design in words (``res.survey``: ``"wt; PSUs: psu within strata st"``)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain-Python view (a row of the file)."""
@@ -179,6 +195,7 @@ class Entry:
             "delta": self.delta,
             "rho": self.rho,
             "unit": self.unit,
+            "weights": self.weights,
             "failed": self.failed,
         }
 
@@ -207,6 +224,7 @@ class Entry:
                 q=None if q is None else tuple(float(v) for v in q),
                 failed=bool(row.get("failed", False)),
                 unit=str(row.get("unit", "row")),
+                weights=None if row.get("weights") is None else str(row["weights"]),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed ledger row: {exc!r}") from None
@@ -345,10 +363,20 @@ class PrivacyBudget:
         method: str,
         q: Sequence[float] | None = None,
         failed: bool = False,
+        weights: str | None = None,
     ) -> None:
-        """Add a release that has happened to the ledger (it has spent what it reports, failed or not)."""
+        """Add a release that has happened to the ledger (it has spent what it reports, failed or not); a
+        weighted fit names its survey design (``weights``, ``res.survey``)."""
         self._entries.append(
-            self._entry(spent, formula=str(formula), estimator=str(estimator), method=str(method), q=q, failed=failed)
+            self._entry(
+                spent,
+                formula=str(formula),
+                estimator=str(estimator),
+                method=str(method),
+                q=q,
+                failed=failed,
+                weights=weights,
+            )
         )
 
     def can_afford(self, planned: PrivacySpent) -> bool:
@@ -396,7 +424,8 @@ class PrivacyBudget:
 
     @property
     def ledger(self) -> pd.DataFrame:
-        """One row per release: time (UTC), formula, estimator, q, method, notion, eps, delta, rho, unit, failed.
+        """One row per release: time (UTC), formula, estimator, q, method, notion, eps, delta, rho, unit, weights
+        (a weighted fit's survey design, None otherwise), failed.
 
         eps, delta and rho are what each result reported (``res.privacy``); a
         failed release is listed, as it spent its budget.
@@ -408,6 +437,7 @@ class PrivacyBudget:
         frame["time"] = pd.to_datetime(frame["time"], utc=True)
         quantiles = [None if e.q is None else ", ".join(f"{v:g}" for v in e.q) for e in self._entries]
         frame["q"] = pd.Series(quantiles, index=frame.index, dtype=object)
+        frame["weights"] = pd.Series([e.weights for e in self._entries], index=frame.index, dtype=object)
         frame[["eps", "delta", "rho"]] = frame[["eps", "delta", "rho"]].astype(float)
         frame["failed"] = frame["failed"].astype(bool)
         return frame

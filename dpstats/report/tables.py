@@ -7,7 +7,8 @@ brackets: ``res.conf_int()``, a bootstrap interval where the release carries
 replicates), optional significance stars from ``res.pvalues``, categorical
 blocks collapsed into rows such as "Firm FE: yes", and the public facts of each
 fit: N, the privacy spent (eps, and delta and rho where a fit has them), the
-estimator and the mechanism. Everything here is post-processing of released
+estimator and the mechanism, and a weighted fit's survey design (rows
+"Weights" and "PSUs", shown when a fit has them). Everything here is post-processing of released
 values (docs/DESIGN.md, section 4); the formats are drawn by
 :class:`dpstats.output.render.ModelTable`.
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from ..output.render import ModelTable, TableRow
 from ..results.quantile_fits import DPQuantileFits
-from ..results.regression import DPRegressionResults
+from ..results.regression import SURVEY_KEYS, DPRegressionResults
 from ..uncertainty.intervals import check_alpha, confidence_intervals, pvalues
 
 STARS = (0.1, 0.05, 0.01)
@@ -58,6 +59,10 @@ class Column:
     pvalue: np.ndarray
     neighbours: str | None = None
     """The neighbour relation of a fit whose privacy unit is not one row (None: one row)."""
+    weights: str | None = None
+    """The survey-weight column of a weighted fit (None: unweighted)."""
+    psus: str | None = None
+    """A weighted fit's declared PSUs, ``"psu"`` or ``"psu within st"`` (None: none declared)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,8 @@ class ReleasedFit:
     failed: bool = False
     reason: str | None = None
     bias: str | None = None
+    survey: Mapping[str, str] | None = None
+    """The survey design's column names (``weights``, ``cluster``, ``strata``; None unweighted)."""
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> ReleasedFit:
@@ -93,7 +100,9 @@ class ReleasedFit:
         raw = payload.get("replicates")
         replicates = None if raw is None or len(raw) == 0 else np.asarray(raw, dtype=float).reshape(-1, k)
         y_name = payload.get("y_name") or str(payload.get("formula", "")).split("~")[0].strip()
-        q = payload.get("q", (payload.get("hyperparameters") or {}).get("q"))
+        hyperparameters = payload.get("hyperparameters") or {}
+        q = payload.get("q", hyperparameters.get("q"))
+        survey = {k: str(hyperparameters[k]) for k in SURVEY_KEYS if hyperparameters.get(k) is not None}
         return cls(
             y_name=y_name,
             estimator=str(payload.get("estimator", "ols")),
@@ -109,7 +118,22 @@ class ReleasedFit:
             failed=bool(payload.get("failed", False)),
             reason=payload.get("reason"),
             bias=payload.get("bias") or None,
+            survey=survey or None,
         )
+
+
+def _weights_name(survey: Mapping[str, object]) -> str | None:
+    """The survey-weight column of a fit's design (None: unweighted)."""
+    weights = survey.get("weights")
+    return None if weights is None else str(weights)
+
+
+def _psus(survey: Mapping[str, object]) -> str | None:
+    """The declared PSUs of a survey design, for a table's cell (None: none declared)."""
+    cluster, strata = survey.get("cluster"), survey.get("strata")
+    if cluster is None:
+        return None
+    return f"{cluster}" if strata is None else f"{cluster} within {strata}"
 
 
 def _estimator(estimator: str, q: float | None) -> str:
@@ -153,6 +177,8 @@ def _(model: DPRegressionResults, alpha: float) -> list[Column]:
             upper=ci["upper"].to_numpy(),
             pvalue=model.pvalues.to_numpy(),
             neighbours=None if spent.unit == "row" else spent.neighbours,
+            weights=_weights_name(model.hyperparameters),
+            psus=_psus(model.hyperparameters),
         )
     ]
 
@@ -188,6 +214,8 @@ def _(model: ReleasedFit, alpha: float) -> list[Column]:
             upper=np.asarray(upper, dtype=float),
             pvalue=pvalues(model.params, model.cov, model.replicates, model.interval),
             neighbours=None if privacy.get("unit", "row") == "row" else str(privacy.get("neighbours")),
+            weights=_weights_name(model.survey or {}),
+            psus=_psus(model.survey or {}),
         )
     ]
 
@@ -304,6 +332,10 @@ def _statistics(columns: list[Column]) -> list[TableRow]:
         rows.append(TableRow("delta", tuple(f"{c.delta:g}" for c in columns)))
     if any(c.rho is not None for c in columns):
         rows.append(TableRow("rho", tuple("-" if c.rho is None else f"{c.rho:g}" for c in columns)))
+    if any(c.weights is not None for c in columns):
+        rows.append(TableRow("Weights", tuple(c.weights or "none" for c in columns)))
+    if any(c.psus is not None for c in columns):
+        rows.append(TableRow("PSUs", tuple(c.psus or ("rows" if c.weights else "-") for c in columns)))
     if not all(c.proven for c in columns):
         rows.append(TableRow("Guarantee", tuple("proven" if c.proven else "not proven" for c in columns)))
     return rows
@@ -337,6 +369,12 @@ def _notes(
         if column.neighbours is not None:
             units.setdefault(column.neighbours, []).append(label)
     notes += [f"{', '.join(group)}: neighbours: {relation}." for relation, group in units.items()]
+    weighted = [label for label, column in zip(labels, columns, strict=True) if column.weights is not None]
+    if weighted:
+        notes.append(
+            f"{', '.join(weighted)}: weighted by the survey weights; design-based standard errors (linearisation "
+            "over the PSUs, as survey::svyglm; rows are their own PSUs where none are declared)."
+        )
     biased: dict[str, list[str]] = {}
     for label, column in zip(labels, columns, strict=True):
         if column.failed:

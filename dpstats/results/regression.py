@@ -138,6 +138,12 @@ class DPRegressionResults(MakeTablesPlugin):
         return "failed" if self.failed else "biased" if self.bias else "ok"
 
     @property
+    def survey(self) -> str | None:
+        """The survey design the fit is weighted by, in words (``"wt; PSUs: psu within strata st"``), or None
+        for an unweighted fit (:func:`survey_design`)."""
+        return survey_design(self.hyperparameters)
+
+    @property
     def term_names(self) -> list[str]:
         """Design column names, in order."""
         return list(self.spec.term_names)
@@ -308,6 +314,9 @@ class DPRegressionResults(MakeTablesPlugin):
                     "status": self.status,
                     "bias": self.bias,
                     "inference": self.inference,
+                    "weights": self.hyperparameters.get("weights"),
+                    "cluster": self.hyperparameters.get("cluster"),
+                    "strata": self.hyperparameters.get("strata"),
                 }
             ]
         )
@@ -376,6 +385,21 @@ TITLES = {
 }
 
 
+SURVEY_KEYS = ("weights", "cluster", "strata")
+"""The hyperparameters that name a fit's survey design (dpstats/frontend/survey.py)."""
+
+
+def survey_design(hyperparameters: Mapping[str, object]) -> str | None:
+    """A survey design in words, from the names a fit's hyperparameters give it: the weight column, then its
+    PSUs (``"wt; PSUs: psu within strata st"``; rows are their own PSUs without ``cluster=``); None unweighted."""
+    weights = hyperparameters.get("weights")
+    if weights is None:
+        return None
+    cluster, strata = hyperparameters.get("cluster"), hyperparameters.get("strata")
+    psus = "rows" if cluster is None else f"{cluster}" + ("" if strata is None else f" within strata {strata}")
+    return f"{weights}; PSUs: {psus}"
+
+
 def _margins_dict(res: DPRegressionResults) -> dict:
     """The average marginal effects as plain Python (for JSON and for R)."""
     margins = res.get_margeff()
@@ -435,6 +459,7 @@ def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
         ("Method", method),
         ("Reference", res.citation),
         ("No. observations", f"{res.nobs} (public)"),
+        *([("Weights", res.survey)] if res.survey else []),
         ("Parameters", str(len(res.term_names))),
         ("Status", status),
     ]
@@ -455,8 +480,9 @@ def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
     if res.spec.levels:
         privacy.append(("Declared levels", "; ".join(f"{k}: {list(v)}" for k, v in res.spec.levels.items())))
     privacy += [("Caveat", c) for c in spent.caveats]
-    if res.hyperparameters:
-        privacy.append(("Hyperparameters", ", ".join(f"{k}={v}" for k, v in res.hyperparameters.items())))
+    tuning = {k: v for k, v in res.hyperparameters.items() if k not in SURVEY_KEYS}  # the design has its own line
+    if tuning:
+        privacy.append(("Hyperparameters", ", ".join(f"{k}={v}" for k, v in tuning.items())))
 
     ci = res.conf_int(alpha)
     low, high = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"

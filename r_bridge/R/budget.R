@@ -33,7 +33,8 @@
 #' @param ... unused.
 #' @return \code{dp_budget} and \code{dp_budget_load}: a \code{dpstats_budget};
 #'   \code{dp_ledger}: a data frame (time, formula, estimator, q, method, notion, eps, delta,
-#'   rho, unit: "row" or the column of \code{unit =}, failed); \code{dp_budget_save}: \code{path}, invisibly.
+#'   rho, unit: "row" or the column of \code{unit =}, weights: a weighted fit's survey design or NA, failed);
+#'   \code{dp_budget_save}: \code{path}, invisibly.
 #' @examples
 #' \dontrun{
 #' data(engel, package = "quantreg")
@@ -100,6 +101,7 @@ dp_ledger <- function(budget) {
     delta = num(cols$delta),
     rho = num(cols$rho),
     unit = if (is.null(cols$unit)) rep("row", length(cols$eps)) else chr(cols$unit),
+    weights = if (is.null(cols$weights)) rep(NA_character_, length(cols$eps)) else chr(cols$weights),
     failed = vapply(cols$failed, isTRUE, NA, USE.NAMES = FALSE),
     stringsAsFactors = FALSE
   )

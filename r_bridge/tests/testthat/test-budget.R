@@ -40,7 +40,7 @@ test_that("fits spend what they report; several quantiles are charged once", {
   ledger <- dp_ledger(b)
   expect_s3_class(ledger, "data.frame")
   expect_identical(names(ledger), c("time", "formula", "estimator", "q", "method", "notion", "eps", "delta",
-                                    "rho", "unit", "failed"))
+                                    "rho", "unit", "weights", "failed"))
   expect_identical(ledger$eps, c(fit$privacy$eps, q$privacy$eps))
   expect_identical(ledger$eps, c(0.5, 1))
   expect_identical(ledger$formula, c("foodexp ~ income", "foodexp ~ income"))
