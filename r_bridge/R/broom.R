@@ -53,6 +53,9 @@ glance.dpstats_fit <- function(x, ...) {
     status = .status(x),
     bias = if (is.null(x$bias)) NA_character_ else x$bias,
     inference = if (is.null(x$replicates)) "normal" else sprintf("bootstrap (%s)", x$interval),
+    weights = .scalar(x$survey$weights, NA_character_),
+    cluster = .scalar(x$survey$cluster, NA_character_),
+    strata = .scalar(x$survey$strata, NA_character_),
     stringsAsFactors = FALSE
   )
   if (!is.null(x$tau) && length(x$tau) == 1L) out$tau <- x$tau

@@ -126,7 +126,7 @@
 
 .dp_fit <- function(estimator, call, formula, data, eps, bounds, levels, method, delta,
                     random_state, missing, options, tau = NULL, budget = NULL, grouped = NULL,
-                    unit = NULL, max_rows = NULL, weights = NULL) {
+                    unit = NULL, max_rows = NULL, survey = NULL) {
   .check_budget(budget)
   if (is.character(formula) && length(formula) == 1L) formula <- as.formula(formula, env = parent.frame(2L))
   if (!inherits(formula, "formula")) stop("formula must be a formula such as y ~ x", call. = FALSE)
@@ -165,13 +165,12 @@
     options <- c(options, list(by = py_by, groups = as.list(grouped$groups),
                                group_sizes = if (is.null(grouped$group_sizes)) NULL else as.list(grouped$group_sizes)))
   }
-  if (!is.null(weights)) {  # the survey-weight column, under its Python name (its bound's name maps to it)
-    if (!is.character(weights) || length(weights) != 1L || !weights %in% names(data)) {
-      stop("weights must name a column of data (the survey weight, its range declared in bounds)", call. = FALSE)
-    }
-    py_weights <- .python_names(names(data))[[weights]]
-    if (!py_weights %in% names(columns)) columns[[py_weights]] <- .column_record(data[[weights]], weights)
-    options <- c(options, list(weights = py_weights))
+  design_levels <- list()
+  if (!is.null(survey)) {  # the survey's columns, under their Python names (the weight's bound maps to it)
+    sent <- .send_survey(survey, data, columns, levels)
+    columns <- sent$columns
+    options <- c(options, sent$options)
+    design_levels <- sent$levels
   }
   if (!is.null(unit) || !is.null(max_rows)) {  # the privacy unit's key column, sent under a name of its own
     sent <- .unit_column(unit, max_rows, data, tr, columns)
@@ -179,6 +178,7 @@
     options <- c(options, sent$options)
   }
   declared <- .python_declarations(bounds, levels, tr, data, env)
+  if (length(design_levels)) declared$levels <- c(declared$levels, design_levels[setdiff(names(design_levels), names(declared$levels))])
   if (!is.null(random_state)) {
     if (random_state != round(random_state) || random_state < 0) stop("random_state must be a non-negative integer", call. = FALSE)
     if (abs(random_state) <= .Machine$integer.max) random_state <- as.integer(random_state)
@@ -199,9 +199,13 @@
     return(.new_grouped_fits(out$result, grouped, .public_call(call), formula))
   }
   if (!is.null(out$result$fits)) {
-    return(.new_quantile_fits(out$result, tr, .public_call(call), formula, bounds, levels))
+    fits <- .new_quantile_fits(out$result, tr, .public_call(call), formula, bounds, levels)
+    fits$fits <- lapply(fits$fits, function(f) `[[<-`(f, "survey", .survey_record(survey)))
+    return(fits)
   }
-  .new_fit(out$result, tr, .public_call(call), formula, bounds, levels, estimator, tau)
+  fit <- .new_fit(out$result, tr, .public_call(call), formula, bounds, levels, estimator, tau)
+  fit$survey <- .survey_record(survey)
+  fit
 }
 
 # unit = "person_id", max_rows = k: the key column goes to Python as text, under its own name when the
@@ -262,6 +266,15 @@
 #'   kept, chosen without looking at the values. Tukey depth (with \code{delta}) and NoisyStats cluster
 #'   their standard errors by unit; other mechanisms run at eps / k with none. The proof is in the Python
 #'   package's dpstats/mechanisms/units.py.
+#' @param weights the survey-weight column, named bare as in \code{lm} (\code{weights = wt}), as a string or
+#'   as \code{~wt}; its range is declared in \code{bounds} (\code{bounds = list(wt = c(0, 5000))}: one row
+#'   moves the fit by at most what the largest weight allows). The fit is the weighted one (\code{lm(weights =)},
+#'   \code{quantreg::rq(weights =)}, survey::svyglm's point estimate) with design-based standard errors; a
+#'   method that cannot take weights is refused before any data are sent.
+#' @param cluster,strata with \code{weights}, the survey's PSU and stratum columns (bare, as strings, or as
+#'   \code{~psu} as in \code{svydesign(ids = ~psu, strata = ~st)}), their levels declared in \code{levels}; PSUs
+#'   are nested within strata (\code{nest = TRUE}) and the standard errors are survey::svyglm's linearisation
+#'   ones, with the privacy noise included.
 #' @param ... the mechanism's hyperparameters, \code{se_share}: the part of eps spent on standard
 #'   errors (NULL for the mechanism's default, 0 for none: then they are NaN), and \code{target} and
 #'   \code{force}: \code{method = "auto"} refuses, before any data are sent and with nothing charged, a
@@ -283,10 +296,12 @@
 #' @export
 dp_ols <- function(formula, data, eps, bounds = list(), levels = list(), method = "auto", delta = 0,
                    random_state = NULL, missing = c("impute", "raise"), budget = NULL,
-                   by = NULL, groups = NULL, group_sizes = NULL, unit = NULL, max_rows = NULL, ...) {
+                   by = NULL, groups = NULL, group_sizes = NULL, unit = NULL, max_rows = NULL, weights = NULL,
+                   cluster = NULL, strata = NULL, ...) {
+  survey <- .survey_columns(substitute(weights), substitute(cluster), substitute(strata), parent.frame())
   .dp_fit("ols", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
           match.arg(missing), list(...), budget = budget, grouped = .check_grouped(by, groups, group_sizes),
-          unit = unit, max_rows = max_rows)
+          unit = unit, max_rows = max_rows, survey = survey)
 }
 
 #' @rdname dp_ols
@@ -295,11 +310,13 @@ dp_ols <- function(formula, data, eps, bounds = list(), levels = list(), method 
 #' @export
 dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels = list(), method = "auto",
                         delta = 0, random_state = NULL, missing = c("impute", "raise"), budget = NULL,
-                        by = NULL, groups = NULL, group_sizes = NULL, unit = NULL, max_rows = NULL, ...) {
+                        by = NULL, groups = NULL, group_sizes = NULL, unit = NULL, max_rows = NULL, weights = NULL,
+                        cluster = NULL, strata = NULL, ...) {
   if (!is.numeric(tau) || length(tau) < 1L || any(!is.finite(tau))) stop("tau must be numbers in (0, 1)", call. = FALSE)
+  survey <- .survey_columns(substitute(weights), substitute(cluster), substitute(strata), parent.frame())
   .dp_fit("quantreg", match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
           match.arg(missing), list(...), tau = as.list(as.numeric(tau)), budget = budget,
-          grouped = .check_grouped(by, groups, group_sizes), unit = unit, max_rows = max_rows)
+          grouped = .check_grouped(by, groups, group_sizes), unit = unit, max_rows = max_rows, survey = survey)
 }
 
 # --- from Python's builtins to plain R values ---------------------------------

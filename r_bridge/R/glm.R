@@ -57,10 +57,13 @@
 #' @param margins_share the part of eps spent on what the average marginal effects need (NULL: the Python
 #'   package's default, 0.05; 0: none, and \code{dp_margeff} says so).
 #' @param unit,max_rows the privacy unit, as for \code{\link{dp_ols}}.
-#' @param weights the survey-weight column, named bare as in \code{lm} (\code{weights = wt}) or as a
-#'   string; its range is declared in \code{bounds} (\code{bounds = list(wt = c(0, 5000))}). The fit is
+#' @param weights the survey-weight column, named bare as in \code{lm} (\code{weights = wt}), as a string or
+#'   as \code{~wt}; its range is declared in \code{bounds} (\code{bounds = list(wt = c(0, 5000))}). The fit is
 #'   the weighted MLE, survey::svyglm's point estimate, with design-based standard errors (the weighted
 #'   sandwich); so far the "newton" mechanism (auto's choice with weights) takes them.
+#' @param cluster,strata with \code{weights}, the survey's PSU and stratum columns, as for \code{\link{dp_ols}}:
+#'   the standard errors are then svyglm's for \code{svydesign(ids = ~cluster, strata = ~strata, weights =
+#'   ~weights, nest = TRUE)}.
 #' @param ... the mechanism's hyperparameters, \code{se_share}, \code{target} and \code{force}, as for
 #'   \code{\link{dp_ols}}.
 #' @return an object of class \code{dpstats_glm} (and \code{\link{dpstats_fit}}) holding plain R values
@@ -78,16 +81,16 @@
 #' @export
 dp_glm <- function(formula, family = binomial(), data, eps, bounds = list(), levels = list(), method = "auto",
                    delta = 0, random_state = NULL, missing = c("impute", "raise"), budget = NULL,
-                   margins_share = NULL, unit = NULL, max_rows = NULL, weights = NULL, ...) {
+                   margins_share = NULL, unit = NULL, max_rows = NULL, weights = NULL, cluster = NULL, strata = NULL,
+                   ...) {
   link <- .binary_link(family, parent.frame())
-  weights <- substitute(weights)
-  if (is.symbol(weights)) weights <- as.character(weights)
+  survey <- .survey_columns(substitute(weights), substitute(cluster), substitute(strata), parent.frame())
   if (!is.null(margins_share) && (!is.numeric(margins_share) || length(margins_share) != 1L)) {
     stop("margins_share must be NULL or one number in [0, 1)", call. = FALSE)
   }
   options <- c(list(...), if (is.null(margins_share)) NULL else list(margins_share = margins_share))
   .dp_fit(link, match.call(), formula, data, eps, bounds, levels, method, delta, random_state,
-          match.arg(missing), options, budget = budget, unit = unit, max_rows = max_rows, weights = weights)
+          match.arg(missing), options, budget = budget, unit = unit, max_rows = max_rows, survey = survey)
 }
 
 # A binary fit: the link, and the average marginal effects (Python's to_dict()["margins"]) under R's names,

@@ -19,6 +19,11 @@
 #' private data, which the fit does not keep. \code{tidy()} and \code{glance()} are
 #' registered for broom's generics.
 #'
+#' A weighted fit (\code{weights =}, \code{cluster =}, \code{strata =}) keeps the R names of its design's
+#' columns in \code{fit$survey}; its summary has a "Weights" line ("wt; PSUs: psu within strata st"),
+#' \code{glance()} columns \code{weights}, \code{cluster} and \code{strata}, and \code{\link{dpstats_table}}
+#' "Weights" and "PSUs" rows.
+#'
 #' @param x,object a \code{dpstats_fit} (or its summary).
 #' @param digits significant digits to print.
 #' @param level confidence level of the normal intervals.
@@ -56,7 +61,9 @@ print.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...
   cat("Call:  ", paste(deparse(x$call, width.cutoff = 500L), collapse = "\n"), "\n", sep = "")
   cat("Privacy: ", .describe_privacy(x$privacy), "; n = ", x$nobs, " (public)", sep = "")
   if (!is.null(x$tau)) cat("; tau = ", paste(format(x$tau), collapse = ", "), sep = "")
-  cat("\n\n")
+  cat("\n")
+  if (!is.null(x$survey)) cat("Weights: ", .survey_text(x$survey), "\n", sep = "")
+  cat("\n")
   if (x$failed) {
     cat("The mechanism failed (the privacy budget was still spent): ", x$reason, "\n", sep = "")
   } else {
@@ -217,7 +224,7 @@ summary.dpstats_fit <- function(object, level = 0.95, ...) {
   colnames(table)[4L] <- if (boot) "Pr(boot)" else "Pr(>|z|)"
   out <- object[c("call", "formula", "estimator", "tau", "response", "nobs", "method", "method_title",
                   "method_reason", "citation", "failed", "reason", "se_note", "plan_note", "bias", "privacy", "bounds",
-                  "levels", "noisy_stats", "hyperparameters", "link")]
+                  "levels", "noisy_stats", "hyperparameters", "link", "survey")]
   out$coefficients <- table
   if (!is.null(object$margins)) {
     me <- dp_margeff(object, level = level)
@@ -258,6 +265,7 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
   .field("Method", method)
   .field("Reference", x$citation)
   .field("Observations", paste0(x$nobs, " (public)"))
+  if (!is.null(x$survey)) .field("Weights", .survey_text(x$survey))
   status <- if (x$failed) paste("FAILED:", x$reason) else "ok"
   if (!x$failed && !is.null(x$bias) && !is.na(x$bias)) status <- paste("biased: the interval does not cover", x$bias)
   if (!is.null(x$plan_note) && !is.na(x$plan_note)) {
@@ -282,9 +290,10 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
                                     collapse = "; "))
   }
   for (cv in x$privacy$caveats) .field("Caveat", cv)
-  if (length(x$hyperparameters)) {
-    .field("Hyperparameters", paste(sprintf("%s=%s", names(x$hyperparameters),
-                                            vapply(x$hyperparameters, function(h) paste(format(unlist(h)), collapse = ","), "")),
+  tuning <- x$hyperparameters[setdiff(names(x$hyperparameters), .survey_args)]  # the design has its own line
+  if (length(tuning)) {
+    .field("Hyperparameters", paste(sprintf("%s=%s", names(tuning),
+                                            vapply(tuning, function(h) paste(format(unlist(h)), collapse = ","), "")),
                                     collapse = ", "))
   }
   cat("\nCoefficients (", if (identical(x$inference, "normal")) "normal approximation" else

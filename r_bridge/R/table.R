@@ -51,7 +51,8 @@
     y_name = fit$response,
     failed = isTRUE(fit$failed),
     reason = .na_null(fit$reason),
-    bias = .na_null(fit$bias)
+    bias = .na_null(fit$bias),
+    hyperparameters = .survey_record(fit$survey)
   )
 }
 
