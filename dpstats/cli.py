@@ -1,4 +1,5 @@
-"""Command line: ``dpstats ols ...``, ``dpstats logit ...``, ``dpstats probit ...`` and ``dpstats demo``.
+"""Command line: ``dpstats ols ...``, ``dpstats quantreg ...``, ``dpstats logit ...``, ``dpstats probit ...`` and
+``dpstats demo``.
 
 Usage::
 
@@ -6,10 +7,18 @@ Usage::
                 [--levels var=a,b,c ...] [--method auto|noisystats] [--delta D]
                 [--seed N] [--option name=value ...] [--missing impute|raise]
                 [--budget FILE] [--format text|latex|markdown|json]
-    dpstats logit "FORMULA" ... [--margins-share S] [--weights COLUMN]  # the options of ols; probit alike
+                [--weights COLUMN [--cluster COLUMN [--strata COLUMN]]]
+    dpstats quantreg "FORMULA" ... [--q 0.5]                # the options of ols, without --rho
+    dpstats logit "FORMULA" ... [--margins-share S]         # the options of ols; probit alike
     dpstats budget FILE (--eps E [--delta D] | --rho R) [--accounting basic|zcdp]   # create
     dpstats budget FILE [--format text|json]                                         # show
     dpstats demo [--eps 1] [--seed N] [--format text|latex|markdown|json]
+
+``--weights COLUMN`` fits with the survey weights of COLUMN, whose range is declared
+with ``--bounds COLUMN=0:MAX``; ``--cluster`` and ``--strata`` name the design's PSU and
+stratum columns, whose levels are declared with ``--levels`` (dpstats/frontend/survey.py).
+The summary's "Weights" line names the design; a method that cannot take weights is
+refused before the CSV is read.
 
 ``--budget FILE`` charges the fit to the privacy budget saved in FILE
 (dpstats/privacy/budget.py): the fit is refused before the CSV is read if it could
@@ -127,6 +136,9 @@ _RESERVED = frozenset(
         "se_share",
         "margins_share",
         "weights",
+        "cluster",
+        "strata",
+        "q",
         "budget",
     }
 )
@@ -201,16 +213,16 @@ def _read_csv(path: str, categorical: Sequence[str]) -> pd.DataFrame:
 
 
 def _fit(estimator: str, formula: str, data: pd.DataFrame, kwargs: Mapping[str, Any]) -> DPRegressionResults:
-    """Call dp_ols, dp_logit or dp_probit; their ValueError/TypeError (bad metadata, eps, formula...) become
-    :class:`CLIError`.
+    """Call dp_ols, dp_quantreg, dp_logit or dp_probit; their ValueError/TypeError (bad metadata, eps,
+    formula...) become :class:`CLIError`.
 
     The call sits in its own small frame because patsy looks up names that are
     not columns in the caller's namespace.
     """
     from .api.binary import dp_logit, dp_probit
-    from .api.estimators import dp_ols
+    from .api.estimators import dp_ols, dp_quantreg
 
-    fit = {"ols": dp_ols, "logit": dp_logit, "probit": dp_probit}[estimator]
+    fit = {"ols": dp_ols, "quantreg": dp_quantreg, "logit": dp_logit, "probit": dp_probit}[estimator]
     try:
         return fit(formula, data, **kwargs)
     except (ValueError, TypeError) as exc:
@@ -242,8 +254,8 @@ def _check_budget_first(budget: PrivacyBudget, args: argparse.Namespace, options
 
 
 def run_fit(args: argparse.Namespace) -> str:
-    """The ``ols``, ``logit`` and ``probit`` commands: read the CSV, fit, save the budget if one was given,
-    and render the summary (with a binary fit's average marginal effects)."""
+    """The ``ols``, ``quantreg``, ``logit`` and ``probit`` commands: read the CSV, fit, save the budget if one was
+    given, and render the summary (with a binary fit's average marginal effects)."""
     bounds = parse_bounds(args.bounds)
     levels = parse_levels(args.levels)
     options = parse_options(args.option)
@@ -269,14 +281,19 @@ def run_fit(args: argparse.Namespace) -> str:
         "target": args.target,
         "unit": args.unit,
         "max_rows": args.max_rows,
+        "weights": args.weights,
+        "cluster": args.cluster,
+        "strata": args.strata,
         **options,
     }
     if args.estimator == "ols":
         kwargs["rho"] = args.rho
+    elif args.estimator == "quantreg":  # dp_quantreg takes no rho=: its message names it
+        kwargs["q"] = args.q
+        if args.rho is not None:
+            kwargs["rho"] = args.rho
     else:  # dp_logit takes no rho= (its refusal names it) and a share of eps for the marginal effects
         kwargs["margins_share"] = args.margins_share
-        if args.weights is not None:
-            kwargs["weights"] = args.weights
         if args.rho is not None:
             kwargs["rho"] = args.rho
     res = _fit(args.estimator, args.formula, data, kwargs)
@@ -287,7 +304,7 @@ def run_fit(args: argparse.Namespace) -> str:
             raise CLIError(f"--budget: could not save {args.budget!r} ({exc.strerror}); the fit is not shown") from None
     from .output.render import render
 
-    if args.estimator == "ols" or args.format == "json":  # the JSON of a binary fit holds its "margins"
+    if args.estimator in ("ols", "quantreg") or args.format == "json":  # a binary fit's JSON holds its "margins"
         return render(res, args.format)
     return render(res, args.format) + "\n\n" + render_margins(res, args.format)
 
@@ -378,7 +395,7 @@ def run_demo_command(args: argparse.Namespace) -> str:
 
 
 def _add_fit_arguments(cmd: argparse.ArgumentParser, method_example: str) -> None:
-    """The arguments of a fit command (``ols``, ``logit``, ``probit``)."""
+    """The arguments of a fit command (``ols``, ``quantreg``, ``logit``, ``probit``)."""
     cmd.add_argument("formula", help="patsy formula, e.g. 'y ~ x + C(g)'")
     cmd.add_argument("--data", required=True, metavar="CSV", help="CSV file with a header row ('-' for stdin)")
     budget = cmd.add_mutually_exclusive_group(required=True)
@@ -450,6 +467,26 @@ def _add_fit_arguments(cmd: argparse.ArgumentParser, method_example: str) -> Non
         "looking at the values",
     )
     cmd.add_argument(
+        "--weights",
+        default=None,
+        metavar="COLUMN",
+        help="the survey-weight column, its range declared with --bounds COLUMN=0:MAX (a method that cannot take "
+        "weights is refused before the CSV is read)",
+    )
+    cmd.add_argument(
+        "--cluster",
+        default=None,
+        metavar="COLUMN",
+        help="with --weights, the survey's PSU column, its levels declared with --levels: design-based standard "
+        "errors as survey::svyglm's",
+    )
+    cmd.add_argument(
+        "--strata",
+        default=None,
+        metavar="COLUMN",
+        help="with --cluster, the survey's stratum column (PSUs nested within strata), its levels declared",
+    )
+    cmd.add_argument(
         "--force", action="store_true", help="fit even where auto's plan refuses (the summary's status says so)"
     )
     cmd.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
@@ -463,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: dpstats ols 'foodexp ~ income' --data engel.csv --eps 1 "
         "--bounds income=0:5000 --bounds foodexp=0:2500",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{ols,logit,probit,budget,demo}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="{ols,quantreg,logit,probit,budget,demo}", parser_class=_Parser)
     sub.required = True
 
     ols = sub.add_parser(
@@ -473,6 +510,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_fit_arguments(ols, "noisystats")
     ols.set_defaults(run=run_fit, estimator="ols")
+    quantreg = sub.add_parser(
+        "quantreg",
+        help="DP quantile regression on a CSV file",
+        description="Fit dp_quantreg(FORMULA, q=Q) on the rows of a CSV file and print the summary.",
+    )
+    _add_fit_arguments(quantreg, "histogram")
+    quantreg.add_argument("--q", type=float, default=0.5, help="the quantile tau, in (0, 1) (default 0.5)")
+    quantreg.set_defaults(run=run_fit, estimator="quantreg")
     for link, model in (("logit", "logistic"), ("probit", "probit")):
         binary = sub.add_parser(
             link,
@@ -486,12 +531,6 @@ def build_parser() -> argparse.ArgumentParser:
             type=float,
             default=None,
             help="part of eps spent on the average marginal effects, in [0, 1) (default 0.05; 0: none)",
-        )
-        binary.add_argument(
-            "--weights",
-            default=None,
-            metavar="COLUMN",
-            help="the survey-weight column, its range declared with --bounds COLUMN=LO:HI (method newton or auto)",
         )
         binary.set_defaults(run=run_fit, estimator=link)
 
