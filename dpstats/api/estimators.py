@@ -430,8 +430,6 @@ def _check_ungrouped(
     one fit."""
     if by is not None and plan.unit is not None:
         raise ValueError("unit= is for one fit: a grouped fit (by=) protects rows")
-    if by is not None and plan.survey is not None:
-        raise ValueError("weights= in a grouped fit (by=) is not built yet: fit each group with weights= and its eps")
     if by is None and any(v is not None for v in (groups, group_sizes, count_share, n_jobs)):
         raise ValueError("groups, group_sizes, count_share and n_jobs are for a grouped fit: pass by='<column>'")
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1):
@@ -461,8 +459,13 @@ def _grouped_call(
         checked = dict(spec=plan.spec, hyper=plan.hyper, privacy=plan.privacy, notion=plan.notion)
         call = dict(need_bounds=plan.need_bounds, bounds=bounds, levels=levels, random_state=random_state, q=q)
         if is_dask(data):  # the rows stay on the workers: dpstats/distributed/by_group.py
+            if plan.survey is not None:
+                raise ValueError("weights= is for a pandas DataFrame, not a Dask DataFrame")
             return fit_dask_by_group(estimator, formula, data, declaration, **checked, **call)
-        return fit_by_group(estimator, formula, data, declaration, n_jobs=n_jobs, target=plan.target, **checked, **call)
+        return fit_by_group(
+            estimator, formula, data, declaration, n_jobs=n_jobs, target=plan.target, survey=plan.survey,
+            **checked, **call,
+        )  # fmt: skip
 
     return run
 
@@ -491,10 +494,10 @@ def _charged(
         method=", ".join(dict.fromkeys(methods)),  # a grouped auto may choose several
         q=q,
         failed=any(fit.failed for fit in fits),
+        weights=fits[0].survey,
     )
     return res
 
-        weights=fits[0].survey,
 
 def _fit(
     estimator: str,

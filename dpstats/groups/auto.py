@@ -28,7 +28,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..design.matrix import Design
-from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
+from ..frontend.weights import planning_rows
+from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism, weighted_methods
 from ..planning.facts import DataSpread, PublicFacts
 from ..planning.selection import choose
 
@@ -55,21 +56,34 @@ def choose_per_group(
     spread: DataSpread | None,
     target: float | None = None,
 ) -> tuple[GroupChoice, ...]:
-    """Every group's choice (module docstring), in the groups' order; ``target`` as checked by the caller."""
+    """Every group's choice (module docstring), in the groups' order; ``target`` as checked by the caller.
+    With survey weights (``design.weight_bounds``) among the mechanisms that take them, each group's size read
+    as the rows its weights are worth (dpstats/frontend/weights.py, ``planning_rows``)."""
     base = replace(
         PublicFacts.of(design, request.eps, request.delta, estimator, request.se_share),
         side_by_side=True,
         spread=spread,
     )
-    by_size = {int(m): _choice(replace(base, n=int(m)), request, estimator, target) for m in np.unique(sizes)}
+    weights = design.weight_bounds
+    allowed = None if weights is None else weighted_methods(estimator)
+    rows = (lambda m: m) if weights is None else (lambda m: planning_rows(m, weights))
+    by_size = {
+        int(m): _choice(replace(base, n=rows(int(m))), request, estimator, target, allowed) for m in np.unique(sizes)
+    }
     return tuple(by_size[int(m)] for m in sizes)
 
 
-def _choice(facts: PublicFacts, request: PrivacyRequest, estimator: str, target: float | None) -> GroupChoice:
-    """The rule at one size, among the mechanisms predicted within ``target``; a size where none is (or no
-    mechanism accepts it) gives a choice of none (public facts only)."""
+def _choice(
+    facts: PublicFacts,
+    request: PrivacyRequest,
+    estimator: str,
+    target: float | None,
+    allowed: frozenset[str] | None = None,
+) -> GroupChoice:
+    """The rule at one size, among the mechanisms ``allowed`` (None: all) predicted within ``target``; a size
+    where none is (or no mechanism accepts it) gives a choice of none (public facts only)."""
     try:
-        choice = choose(facts, within=target)
+        choice = choose(facts, allowed, within=target)
     except ValueError as refusal:
         return GroupChoice(None, {}, f"refused before spending: a group of {facts.n} rows: {refusal}")
     spec = get_mechanism(choice.method, estimator)

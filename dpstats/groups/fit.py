@@ -31,6 +31,7 @@ import pandas as pd
 from ..design.matrix import Design
 from ..frontend.formula import FormulaSpec, build_design
 from ..frontend.metadata import check_bounds
+from ..frontend.survey import SurveyDeclaration
 from ..mechanisms import MechanismSpec, PrivacyRequest, get_mechanism
 from ..mechanisms.base import Release, failed_release
 from ..mechanisms.noisystats import grouped as noisystats_grouped
@@ -64,9 +65,11 @@ def fit_by_group(
     n_jobs: int | None,
     q: float | None = None,
     target: float | None = None,
+    survey: SurveyDeclaration | None = None,
 ) -> DPGroupedResults:
     """One release per declared group (module docstring); public inputs were checked by the caller
-    (``target`` with ``method="auto"`` only: dpstats/groups/auto.py)."""
+    (``target`` with ``method="auto"`` only: dpstats/groups/auto.py). With ``survey`` every group's fit is
+    weighted (its mechanism's weighted release); a pad row weighs the declared range's lower end."""
     frame = pd.DataFrame(data)
     if declaration.by not in frame.columns:
         raise ValueError(f"by={declaration.by!r} is not a column of the data")
@@ -83,9 +86,12 @@ def fit_by_group(
     codes = group_codes(frame[declaration.by], declaration.keys)
     sizes = target_sizes(declaration, codes, budget.count_eps, count_rng)
     kept, _ = layout(codes, sizes)
+    take = _take(kept, codes, sizes)
     design, formula_spec = build_design(
-        formula, _padded(frame, kept, codes, sizes), bounds, levels, need_bounds=need_bounds, missing="impute"
+        formula, _padded(frame, take), bounds, levels, need_bounds=need_bounds, missing="impute", survey=survey
     )
+    if design.weights is not None and design.weight_bounds is not None:
+        design = replace(design, weights=np.where(take < 0, design.weight_bounds[0], design.weights))
     quantile = {} if q is None else {"q": q}
     if spec is None:
         released = None
@@ -225,20 +231,25 @@ def assemble(
     )
 
 
-def _padded(frame: pd.DataFrame, kept: np.ndarray, codes: np.ndarray, sizes: np.ndarray) -> pd.DataFrame:
-    """Each group's kept rows, then its pad rows (rows of missing cells), group by group: sizes[g] rows each.
+def _take(kept: np.ndarray, codes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The data's row at every position of the padded rows (-1: a pad row), group by group: sizes[g] each.
 
     ``kept`` comes group by group (:func:`dpstats.groups.partition.layout`); each kept
-    row goes to its group's block, the rest of the block is missing rows.
+    row goes to its group's block, the rest of the block is pad rows.
     """
-    if kept.size == len(frame) == int(sizes.sum()) and np.array_equal(kept, np.arange(kept.size)):
-        return frame  # every row kept, already group by group
     kept_codes = codes[kept]
     counts = np.bincount(kept_codes, minlength=sizes.size)
     block = np.cumsum(sizes) - sizes
     first_kept = np.cumsum(counts) - counts
-    take = np.full(int(sizes.sum()), -1, dtype=np.int64)  # -1: a missing row
+    take = np.full(int(sizes.sum()), -1, dtype=np.int64)
     take[block[kept_codes] + np.arange(kept.size) - first_kept[kept_codes]] = kept
+    return take
+
+
+def _padded(frame: pd.DataFrame, take: np.ndarray) -> pd.DataFrame:
+    """The rows at :func:`_take`'s positions, a pad row being a row of missing cells."""
+    if take.size == len(frame) and np.array_equal(take, np.arange(take.size)):
+        return frame  # every row kept, already group by group
     columns = [pd.api.extensions.take(frame.iloc[:, j].array, take, allow_fill=True) for j in range(frame.shape[1])]
     return pd.DataFrame(dict(enumerate(columns))).set_axis(frame.columns, axis=1)
 

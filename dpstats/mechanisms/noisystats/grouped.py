@@ -31,8 +31,9 @@ POINT = ("ncov(x, y)", "nvar(x)", "intercept")
 
 
 def supports(design: Design, privacy: PrivacyRequest) -> bool:
-    """Whether the batch applies: an intercept, no categorical term (one-hot block), and ``se_share=0``."""
-    plain = design.intercept_index is not None and not design.one_hot_blocks
+    """Whether the batch applies: an intercept, no categorical term (one-hot block), no survey weights, and
+    ``se_share=0``."""
+    plain = design.intercept_index is not None and not design.one_hot_blocks and design.weights is None
     return plain and privacy.share(inference.DEFAULT_SHARE) == 0
 
 
