@@ -404,8 +404,8 @@ def surveyed(plan: _Plan, estimator: str, weights: object, cluster: object, stra
     if plan.spec is not None and estimator not in plan.spec.weighted:
         takes = ", ".join(repr(m) for m in sorted(weighted_methods(estimator))) or "none yet"
         raise ValueError(
-            f"method={plan.spec.name!r} does not take survey weights: its sensitivity is proven for unweighted "
-            f"rows only. The methods that do for this estimator: {takes} (and method='auto', which chooses among them)"
+            f"method={plan.spec.name!r} does not take survey weights: {plan.spec.unweighted_reason}. The methods "
+            f"that do for this estimator: {takes} (and method='auto', which chooses among them)"
         )
     if plan.unit is not None:
         raise ValueError("weights= and unit= do not combine: a survey's design-based errors protect rows")

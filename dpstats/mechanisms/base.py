@@ -114,6 +114,8 @@ class MechanismSpec:
     weighted: frozenset[str] = frozenset()
     """The estimators whose ``fit`` takes survey weights (``design.weights``: dpstats/frontend/weights.py) and
     proves its guarantee with them; a call with ``weights=`` is refused before any data are read elsewhere."""
+    unweighted_reason: str = "its sensitivity is proven for unweighted rows only"
+    """Why a call with ``weights=`` is refused (for the estimators outside ``weighted``)."""
     unit_native: bool = False
     """Whether ``fit`` proves its own guarantee at the unit level when ``design.units`` is set: it is given the
     unit-level request, bounds what one unit's rows move and clusters its standard errors by unit. Any other

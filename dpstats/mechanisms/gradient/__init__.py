@@ -21,4 +21,8 @@ SPEC = MechanismSpec(
     se_share=se_share,
     check_request=check_request,
     request_notion=request_notion,
+    unweighted_reason=(
+        "its clipped per-row gradients would take weights (each times w <= W, Lemmas 22-24's sensitivities "
+        "times W), but that is not built"
+    ),
 )

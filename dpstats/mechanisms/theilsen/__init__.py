@@ -28,4 +28,9 @@ SPEC = MechanismSpec(
     fit=fit,
     se_share=se_share,
     check_request=check_request,
+    unweighted_reason=(
+        "a weighted Theil-Sen would be a weighted median of the pairs' slopes, each pair weighing w_i w_j, so that "
+        "one row moves the weight of every pair it is in by up to W^2; that median's sensitivity is not proven "
+        "here, and it is not built"
+    ),
 )
