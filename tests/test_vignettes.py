@@ -26,7 +26,7 @@ pytest.importorskip("matplotlib")
 TEXT_SUFFIXES = {".txt", ".md", ".tex", ".csv", ".html"}
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 REQUIRE_R = os.environ.get("CI", "").lower() == "true" or os.environ.get("DPSTATS_REQUIRE_R") == "1"
-R_PACKAGES = ("AER", "quantreg", "reticulate")
+R_PACKAGES = ("AER", "quantreg", "reticulate", "survey")
 
 
 def _needs_r(path: Path) -> bool:
