@@ -15,13 +15,19 @@ version through its ordinary name lookup:
   ``factor`` times its value (0.5: half the Lemma 19 sensitivity) -- the
   diffprivlib X'X bug class.
 
-Both are :func:`scaled_return` applied to a different function.
+* :func:`ignored_weight`: named sensitivity functions are called with the
+  weights' declared maximum set to 1, as if every weight were at most 1 (a
+  weighted mechanism that forgets to multiply by W).
+
+The first two are :func:`scaled_return` applied to a different function, the
+last :func:`forced_argument`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 from collections.abc import Iterator
 from types import ModuleType
 from unittest import mock
@@ -80,3 +86,41 @@ def understated_sensitivity(
     the declared sensitivity on the worst pair.
     """
     return scaled_return(module, function, factor)
+
+
+@contextlib.contextmanager
+def forced_argument(target: ModuleType | object, attribute: str, parameter: str, value: object) -> Iterator[None]:
+    """Within the block, ``target.attribute(...)`` is called with its argument ``parameter`` set to ``value``.
+
+    Whether the caller passed it by position, by keyword or left it to its
+    default; the patch reaches the same callers as :func:`scaled_return`.
+    """
+    original = getattr(target, attribute)
+    signature = inspect.signature(original)
+    if parameter not in signature.parameters:
+        raise TypeError(f"{attribute!r} has no parameter {parameter!r}")
+
+    def forced(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        bound.arguments[parameter] = value
+        return original(*bound.args, **bound.kwargs)
+
+    functools.update_wrapper(forced, original, updated=())  # a class's __dict__ is not the wrapper's
+    with mock.patch.object(target, attribute, forced):
+        yield
+
+
+def ignored_weight(
+    module: ModuleType, function: str, parameter: str = "weight_max"
+) -> contextlib.AbstractContextManager[None]:
+    """``module.function`` called as if no weight exceeded 1: its argument ``parameter`` forced to 1.
+
+    Example: ``ignored_weight(dpstats.mechanisms.newton.mechanism, "Sample")`` builds DP
+    Newton's weighted rows with their declared maximum W forgotten, so that every
+    sensitivity computed from it (the scores', the curvatures', the meat's, the PSU
+    totals') is W times too small (docs/DESIGN.md section 2: one row moves a weighted
+    statistic by up to W times an unweighted row): with weights up to W each release
+    is about W times less private than it claims.
+    """
+    return forced_argument(module, function, parameter, 1.0)
