@@ -43,4 +43,5 @@ SPEC = KNGSpec(
     se_share=se_share,
     check_request=check_request,
     distributed=frozenset({"ols"}),
+    weighted=frozenset({"ols", "quantreg"}),
 )

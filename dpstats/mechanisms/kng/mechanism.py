@@ -78,6 +78,29 @@ tests/test_kng.py and replayed on corner neighbours in tests/test_kng_privacy.py
   tau > 1/2 (two rows with ``w = -tau`` and opposite x move it by ``2 tau C_X``);
   tests/test_kng_privacy.py shows the replay flagging that value.
 
+Survey weights (``design.weights``, each clipped row-wise to its declared range
+``[lo, W]`` with ``0 <= lo``; DESIGN.md section 2). The loss is the weighted one,
+``sum_i w_i l_i(phi)``: weighted least squares (the gradient ``2 (X'WX phi - X'Wv)``,
+statsmodels' WLS at its minimum) and the weighted check loss (the gradient
+``sum_i w_i x_i (1{v_i <= x_i'phi} - tau)``, R's ``quantreg::rq(weights=)`` at its
+minimum). Proof that the sensitivity is ``W Delta`` with Delta the unweighted one
+above: row i adds ``w_i g_i`` to the gradient, with ``g_i`` its unweighted term, so a
+replaced row moves it by ``w g - w' g'``, and ``(w, w') -> ||w g - w' g'||_K`` is
+convex on ``[lo, W]^2``: its largest value is at a corner, ``||W g - W g'|| <= W Delta``,
+``||W g - lo g'||`` (at most the larger of the corners ``(W, W)`` and ``(W, 0)``, again by
+convexity in w'), ``||W g||`` or 0. And ``sup ||g||_K <= Delta``: least squares' row
+term is at most ``2 (1 + B C_inf) C_K = Delta / 2``, quantile regression's at most
+``max(tau, 1 - tau) C_K <= C_K``, while a row moved onto itself with the opposite sign of
+``1{.} - tau`` (``a - b = +-1``) moves each coordinate by ``|x_j|``, so ``Delta >= C_K``.
+Hence ``||w g - w' g'||_K <= W Delta`` for all neighbours (brute-forced at the box's
+corners with weights 0 and W in tests/test_kng_weights.py). The density is
+Theorem 3.1's with ``Delta`` replaced by ``W Delta``: eps-DP for the rows and their
+weights. Quantile regression's target keeps each distinct row with the sum of its
+weights (quantile_lines.py), and a weighted quantile with an intercept alone is
+drawn by pieces, not by the exact integer sampler (``exactly_sampled``). Standard
+errors: dpstats/mechanisms/kng/weighted_inference.py (the weighted sandwich,
+design-based with declared PSUs and strata).
+
 Sampling (dpstats/mechanisms/kng/sampler.py). A quantile with an intercept
 alone is the exponential mechanism over intervals, sampled exactly in integer
 arithmetic (dpstats/mechanisms/kng/exact_quantile.py): the guarantee is
@@ -128,7 +151,7 @@ from ...privacy import noise
 from ...privacy.accounting import PrivacySpent
 from ..base import MechanismSpec, PrivacyRequest, Release, refuse_rho
 from ..quantiles import check_quantile
-from . import exact_quantile, inference
+from . import exact_quantile, inference, weighted_inference
 from . import quantile_lines as kng_quantile
 from . import sampler as kng_sampler
 
@@ -361,8 +384,9 @@ def boundary_bias(phi: np.ndarray, B: float, outside: float = 0.0) -> str | None
 
 
 def exactly_sampled(design: Design, estimator: str) -> bool:
-    """Whether the draw is exact (float-safe): a quantile with an intercept alone (kng/exact_quantile.py)."""
-    return estimator == "quantreg" and design.n_columns == 1 and design.intercept_index == 0
+    """Whether the draw is exact (float-safe): an unweighted quantile with an intercept alone
+    (kng/exact_quantile.py counts rows in integers; with weights the one-dimensional draw is by pieces)."""
+    return estimator == "quantreg" and design.n_columns == 1 and design.intercept_index == 0 and design.weights is None
 
 
 def _caveats(d: int, steps: int, estimator: str, exact: bool) -> tuple[str, ...]:
@@ -431,14 +455,15 @@ def fit(
         steps = 1
     bounds = scale.column_bounds(design)
     exact = exactly_sampled(design, estimator)
+    weights, weight_max = survey_weights(design)
     share = privacy.share(inference.DEFAULT_SHARE[estimator])
     eps = privacy.eps * (1.0 - share)
     B = default_radius(estimator, n, eps, d) if B is None else check_B(B)
     rows = functools.partial(_scaled_total, design, scale)
     gram = None
     if tau is None:
-        delta = least_squares_sensitivity(B, norm, bounds)
-        sums = rows(least_squares_sums)
+        delta = weight_max * least_squares_sensitivity(B, norm, bounds)
+        sums = rows(least_squares_sums) if weights is None else least_squares_sums(*scale.transform(design), weights)
         gram = sums[:, :d]
         ls_target = kng_sampler.LeastSquaresTarget(gram, sums[:, d], eps / (2.0 * delta), norm)
         target: kng_sampler.Target = ls_target
@@ -447,8 +472,8 @@ def fit(
         def draw(r: np.random.Generator) -> np.ndarray:
             return kng_sampler.sample_least_squares(r, ls_target, B, steps)[0]
     else:
-        delta = quantile_sensitivity(tau, norm, bounds)
-        target = kng_quantile.QuantileTarget(*scale.transform(design), tau, eps / (2.0 * delta), norm)
+        delta = weight_max * quantile_sensitivity(tau, norm, bounds)
+        target = kng_quantile.QuantileTarget(*scale.transform(design), tau, eps / (2.0 * delta), norm, weights)
         name = f"kng(q={tau:g})"
 
         def draw(r: np.random.Generator) -> np.ndarray:
@@ -466,7 +491,7 @@ def fit(
         name,
     )
     phi = np.asarray(phi, dtype=float).reshape(d)
-    se_split = inference.split(estimator, privacy.eps * share, n, bounds, scale.intercept_index) if share > 0 else ()
+    se_split = () if share == 0 else _se_split(design, estimator, privacy.eps * share, bounds, scale.intercept_index)
     spent = PrivacySpent(
         notion="pure",
         eps=privacy.eps,
@@ -480,8 +505,16 @@ def fit(
     se = inference.Uncertainty(np.full((d, d), np.nan), None, inference.NO_SE_NOTE)
     if share > 0:
         y_scaled = tuple((np.asarray(design.y_bounds, dtype=float) - scale.y_mid) / scale.y_half)
-        problem = inference.Problem(rows, n, bounds, y_scaled, scale.intercept_index, scale.to_user, gram)
-        se = inference.standard_errors(rng, problem, phi, tau, privacy.eps * share, inference.Noise(target.c, norm, B))
+        kng_noise = inference.Noise(target.c, norm, B)
+        if weights is None:
+            problem = inference.Problem(rows, n, bounds, y_scaled, scale.intercept_index, scale.to_user, gram)
+            se = inference.standard_errors(rng, problem, phi, tau, privacy.eps * share, kng_noise)
+        else:
+            weighted = weighted_inference.WeightedRows(
+                *scale.transform(design), weights, weight_max, design.psus, bounds, y_scaled
+            )
+            to_user = inference.affine_map(scale.to_user, d)
+            se = weighted_inference.standard_errors(rng, weighted, phi, tau, privacy.eps * share, kng_noise, to_user)
     return Release(
         params=scale.to_user(phi),
         cov=se.cov,
@@ -494,9 +527,28 @@ def fit(
     )
 
 
-def least_squares_sums(X: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``[X'X, X'v]`` (d x (d + 1)) of the scaled rows: least squares' sufficient statistics."""
-    return np.column_stack([X.T @ X, X.T @ v])
+def least_squares_sums(X: np.ndarray, v: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """``[X'WX, X'Wv]`` (d x (d + 1)) of the scaled rows (W the survey weights, the identity when None): least
+    squares' sufficient statistics."""
+    Xw = X if weights is None else X * weights[:, None]
+    return np.column_stack([Xw.T @ X, Xw.T @ v])
+
+
+def survey_weights(design: Design) -> tuple[np.ndarray | None, float]:
+    """The rows' survey weights clipped to their declared range, and its upper end W (None and 1 without)."""
+    if design.weights is None or design.weight_bounds is None:
+        return None, 1.0
+    lo, hi = design.weight_bounds
+    return np.clip(np.asarray(design.weights, dtype=float), lo, hi), float(hi)
+
+
+def _se_split(
+    design: Design, estimator: str, eps: float, bounds: np.ndarray, intercept_index: int | None
+) -> tuple[tuple[str, float], ...]:
+    """The standard errors' releases and budgets: weighted (weighted_inference.py) or not (inference.py)."""
+    if design.weights is None:
+        return inference.split(estimator, eps, design.n, bounds, intercept_index)
+    return weighted_inference.split(eps, design.psus)
 
 
 def scaled_rows(scale: UnitBoxScale, statistic: inference.ScaledStatistic, design: Design) -> np.ndarray:

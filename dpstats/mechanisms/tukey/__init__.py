@@ -25,4 +25,5 @@ SPEC = MechanismSpec(
     se_share=se_share,
     check_request=check_request,
     unit_native=True,
+    weighted=frozenset({"ols", "quantreg", "logit", "probit"}),
 )

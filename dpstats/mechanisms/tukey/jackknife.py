@@ -17,8 +17,11 @@ batch's X'X, e_i its residual and ``h_i = x_i' A x_i`` its leverage) this is
 
     beta_J = beta + (b - 1)/b * sum_i A x_i e_i h_i / (1 - h_i)
 
-(``sum_i x_i e_i = 0``). A row with leverage 1 (the only row of a level in
-its batch) has no leave-one-out fit; it adds nothing. On CPS1988 the
+(``sum_i x_i e_i = 0``). With survey weights (weighted least squares,
+``A = (X'WX)^-1``) the identity is ``beta_(-i) = beta - A x_i w_i e_i / (1 - h_i)`` with
+``h_i = w_i x_i' A x_i``, and the correction's terms take the factor ``w_i``.
+A row with leverage 1 (the only row of a level in its batch) has no
+leave-one-out fit; it adds nothing. On CPS1988 the
 correction halved the median's distance to OLS (education: 4.6 to 2.1
 standard errors at m = 1,044; 3.0 to 1.6 at m = 500) and widened the cloud of
 batch fits by 5-10%.
@@ -41,19 +44,20 @@ FULL_LEVERAGE = 1.0 - 1e-8
 """A row at or above this leverage has no leave-one-out fit and adds no correction."""
 
 
-def batch_ols_jackknife(Xb: np.ndarray, yb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """OLS of each batch with its 1/b bias removed (module docstring): ``(k, d)`` coefficients and the
-    ``(k, d)`` mask of those the batch cannot estimate."""
-    coef, unknown = batch_ols(Xb, yb)
+def batch_ols_jackknife(Xb: np.ndarray, yb: np.ndarray, wb: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """OLS (weighted with the survey weights ``wb``, if given) of each batch with its 1/b bias removed (module
+    docstring): ``(k, d)`` coefficients and the ``(k, d)`` mask of those the batch cannot estimate."""
+    coef, unknown = batch_ols(Xb, yb, wb)
     b = Xb.shape[1]
-    G, _, bad = normal_equations(Xb, yb)  # a batch that is not finite has G = 0: no correction
+    w = np.ones(yb.shape) if wb is None else wb
+    G, _, bad = normal_equations(Xb, yb, wb)  # a batch that is not finite has G = 0: no correction
     with np.errstate(all="ignore"):
         inverse = np.linalg.pinv(G.transpose(2, 0, 1), hermitian=True)
         Xb = np.where(bad[:, None, None], 0.0, Xb)
         residuals = np.where(bad[:, None], 0.0, yb - np.einsum("kbd,kd->kb", Xb, coef))
-        leverage = np.einsum("kbi,kij,kbj->kb", Xb, inverse, Xb)
+        leverage = w * np.einsum("kbi,kij,kbj->kb", Xb, inverse, Xb)
         weight = np.where(leverage < FULL_LEVERAGE, leverage / np.maximum(1.0 - leverage, 1e-300), 0.0)
-        correction = np.einsum("kij,kbj,kb->ki", inverse, Xb, residuals * weight)
+        correction = np.einsum("kij,kbj,kb->ki", inverse, Xb, w * residuals * weight)
         corrected = coef + (b - 1) / b * correction
     corrected = np.where(np.isfinite(corrected), corrected, coef)
     return np.clip(corrected, -MODEL_LIMIT, MODEL_LIMIT), unknown

@@ -45,6 +45,9 @@ a large share of failures biases the median of the others.
 dpstats/mechanisms/tukey/default_m.py therefore sizes binary batches so that
 failures are rare (:func:`~.default_m.binary_batch_rows`).
 
+With survey weights each batch fits the weighted (pseudo-)MLE, survey::svyglm's point estimate, and the
+correction's information and leverages take the factor ``w_i`` (prior weights multiply the working weights).
+
 The intervals are the family's (dpstats/mechanisms/tukey/inference.py: the
 released spread of the fits scaling the exact law of the median and the
 sampler on an idealised cloud), with the skew allowance
@@ -72,15 +75,18 @@ def glm_batch_fit(link: str) -> BatchFit:
     :func:`~.models.partition_models`."""
     model = get_link(link)
 
-    def fit(Xb: np.ndarray, yb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return batch_glm(Xb, yb, model)
+    def fit(Xb: np.ndarray, yb: np.ndarray, wb: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        return batch_glm(Xb, yb, model, wb)
 
     return fit
 
 
-def batch_glm(Xb: np.ndarray, yb: np.ndarray, link: Link) -> tuple[np.ndarray, np.ndarray]:
-    """The bias-corrected MLE of each batch (module docstring): ``(k, d)`` coefficients (0 where the batch
-    failed) and the ``(k, d)`` mask of the failed batches' coefficients (every coordinate of a failed batch)."""
+def batch_glm(
+    Xb: np.ndarray, yb: np.ndarray, link: Link, wb: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The bias-corrected MLE of each batch, weighted by the survey weights ``wb`` if given (module docstring):
+    ``(k, d)`` coefficients (0 where the batch failed) and the ``(k, d)`` mask of the failed batches'
+    coefficients (every coordinate of a failed batch)."""
     Xb = np.asarray(Xb, dtype=float)
     yb = np.asarray(yb, dtype=float)
     with np.errstate(all="ignore"):
@@ -91,18 +97,19 @@ def batch_glm(Xb: np.ndarray, yb: np.ndarray, link: Link) -> tuple[np.ndarray, n
         )
         Xs = np.where(usable[:, None, None], Xb, 0.0)  # a zero batch has rank 0: fit_mle flags it failed
         ys = np.where(usable[:, None], yb, 0.0)
-        mle = fit_mle(link, Xs, ys)
+        mle = fit_mle(link, Xs, ys, wb)
         theta = np.where(mle.failed[:, None], 0.0, mle.params)
-        corrected = theta + MEDIAN_SHARE * bias_correction(link, Xs, theta)
+        corrected = theta + MEDIAN_SHARE * bias_correction(link, Xs, theta, wb)
     failed = mle.failed | ~usable | ~np.all(np.isfinite(corrected) & (np.abs(corrected) <= MODEL_LIMIT), axis=1)
     coef = np.where(failed[:, None], 0.0, corrected)
     return coef, np.broadcast_to(failed[:, None], coef.shape).copy()
 
 
-def bias_correction(link: Link, Xb: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """``(k, d)``: ``1/2 I^-1 sum_i h_i (f'/f)(eta_i) x_i`` at each batch's ``theta`` (module docstring)."""
+def bias_correction(link: Link, Xb: np.ndarray, theta: np.ndarray, wb: np.ndarray | None = None) -> np.ndarray:
+    """``(k, d)``: ``1/2 I^-1 sum_i h_i (f'/f)(eta_i) x_i`` at each batch's ``theta`` (module docstring; the
+    information weights times the survey weights ``wb`` if given)."""
     eta = np.einsum("kbd,kd->kb", Xb, theta)
-    weight = link.information_weight(eta)
+    weight = link.information_weight(eta) * (1.0 if wb is None else wb)
     information = np.einsum("kb,kbi,kbj->kij", weight, Xb, Xb)
     inverse = np.linalg.pinv(information, hermitian=True)
     leverage = weight * np.einsum("kbi,kij,kbj->kb", Xb, inverse, Xb)

@@ -35,6 +35,17 @@ only that each model is a function of its own batch and of data-independent draw
    shell piece with exact volumes, then a uniform point in it rounded down to
    a double; Lemma 3.9; dpstats/mechanisms/tukey/exact_draw.py).
 
+Survey weights (``design.weights``, clipped row-wise to their declared range;
+DESIGN.md section 2): each batch fits the weighted estimator on its own rows
+(weighted least squares, jackknifed with the weighted leave-one-out identity;
+the weighted check loss, R's ``quantreg::rq(weights=)``; the weighted MLE,
+survey::svyglm's point estimate), dpstats/mechanisms/tukey/models.py. The proof
+below is unchanged: read a row as (x, y, w). Replacing one row, weight included,
+changes the rows of one batch only, so one model; steps 2-4 see m points of
+which one is replaced, whatever the weights and whatever their declared range
+(the range is not used: a batch's model may move arbitrarily, and the proof
+allows it). Weights and ``unit=`` are not combined (the API refuses them).
+
 Privacy: (eps, delta)-DP for replace-one neighbours with public n (docs/DESIGN.md
 section 2), proved directly below rather than by group privacy.
 
@@ -241,7 +252,7 @@ def fit(
     check_models(n, d, m, units)
     fits = batch_fit(q, jackknife, link)
     if units is None:
-        models = partition_models(design.X, design.y, m, rng, fits)
+        models = partition_models(design.X, design.y, m, rng, fits, design.weights)
     else:
         models = unit_partition_models(design.X, design.y, units.codes, units.count, m, rng, fits)
     point, stats, info = release_from_models(models, point_privacy, rng)

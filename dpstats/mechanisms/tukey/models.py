@@ -62,19 +62,28 @@ def batch_layout(n: int, m: int) -> tuple[int, int]:
     return divmod(n, m)
 
 
-BatchFit = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-"""Fits every batch of a stack: ``(k, b, d)`` rows and ``(k, b)`` responses to ``(k, d)`` coefficients and the
-``(k, d)`` mask of those the batch cannot estimate (:func:`batch_ols`)."""
+BatchFit = Callable[[np.ndarray, np.ndarray, np.ndarray | None], tuple[np.ndarray, np.ndarray]]
+"""Fits every batch of a stack: ``(k, b, d)`` rows, ``(k, b)`` responses and ``(k, b)`` survey weights (None:
+unweighted) to ``(k, d)`` coefficients and the ``(k, d)`` mask of those the batch cannot estimate
+(:func:`batch_ols`)."""
 
 
 def partition_models(
-    X: np.ndarray, y: np.ndarray, m: int, rng: np.random.Generator, batch_fit: BatchFit | None = None
+    X: np.ndarray,
+    y: np.ndarray,
+    m: int,
+    rng: np.random.Generator,
+    batch_fit: BatchFit | None = None,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """``(m, d)``: the coefficients of ``batch_fit`` (default :func:`batch_ols`) on m disjoint batches of a
-    uniformly random partition of the rows.
+    uniformly random partition of the rows, each batch fitted with its own rows' survey ``weights`` (None:
+    unweighted).
 
     The first r batches take ``b + 1`` rows and the others b (``n = m b + r``).
-    The models are returned with their ties broken (:func:`break_ties`).
+    The models are returned with their ties broken (:func:`break_ties`). A row's weight enters its own
+    batch's fit only, as its x and y do: the proof's part (a) (dpstats/mechanisms/tukey/mechanism.py) holds
+    with the weight read as part of the row.
     """
     batch_fit = batch_ols if batch_fit is None else batch_fit
     n, d = X.shape
@@ -82,7 +91,10 @@ def partition_models(
     order = noise.permutation(rng, n)
     signs = unknown_signs(rng, m, d)
     stacks = (order[: r * (b + 1)].reshape(r, b + 1), order[r * (b + 1) :].reshape(m - r, b))
-    fits = [batch_fit(np.take(X, rows, axis=0), np.take(y, rows)) for rows in stacks]
+    fits = [
+        batch_fit(np.take(X, rows, axis=0), np.take(y, rows), None if weights is None else np.take(weights, rows))
+        for rows in stacks
+    ]
     models = np.vstack([coef for coef, _ in fits])
     dropped = np.vstack([aliased for _, aliased in fits])
     models[dropped] = signs[dropped] * MODEL_LIMIT
@@ -123,7 +135,7 @@ def unit_partition_models(
     for size in np.unique(sizes):
         same = np.flatnonzero(sizes == size)
         rows = np.vstack([rows_of[j] for j in same]) if size else np.zeros((same.size, 0), dtype=np.int64)
-        models[same], dropped[same] = batch_fit(np.take(X, rows, axis=0), np.take(y, rows))
+        models[same], dropped[same] = batch_fit(np.take(X, rows, axis=0), np.take(y, rows), None)
     models[dropped] = signs[dropped] * MODEL_LIMIT
     return break_ties(models, rng)
 
@@ -148,9 +160,11 @@ def break_ties(models: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return models + u * (JITTER_RELATIVE * np.abs(models) + JITTER_ABSOLUTE)
 
 
-def batch_ols(Xb: np.ndarray, yb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """OLS of each batch: ``Xb`` is ``(k, b, d)``, ``yb`` is ``(k, b)``; returns the ``(k, d)`` coefficients and
-    the ``(k, d)`` mask of the coefficients that the batch cannot estimate.
+def batch_ols(Xb: np.ndarray, yb: np.ndarray, wb: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """OLS of each batch (weighted least squares with the ``(k, b)`` survey weights ``wb``, if given): ``Xb`` is
+    ``(k, b, d)``, ``yb`` is ``(k, b)``; returns the ``(k, d)`` coefficients and the ``(k, d)`` mask of the
+    coefficients that the batch cannot estimate (with weights: whose column is a combination of the others
+    among the rows of positive weight).
 
     The normal equations of each batch (:func:`normal_equations`) are solved
     by Gaussian elimination without pivoting (:func:`solve`): they are
@@ -166,7 +180,7 @@ def batch_ols(Xb: np.ndarray, yb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     elimination would have kept them, with the meaning of another baseline).
     """
     with np.errstate(all="ignore"):
-        G, rhs, bad = normal_equations(Xb, yb)
+        G, rhs, bad = normal_equations(Xb, yb, wb)
         coef = solve(G, rhs)
         unknown = ~_estimable(G) & ~bad[:, None]
     return np.clip(coef, -MODEL_LIMIT, MODEL_LIMIT), unknown

@@ -8,6 +8,9 @@ any per-batch estimator may take OLS's place. Here it is the q-th regression
 quantile (Koenker & Bassett's check loss), and the Tukey median of the m
 batch fits is a private median regression.
 
+With survey weights each batch fits the weighted check loss ``sum_i w_i rho_q(r_i)``
+(R's ``quantreg::rq(weights=)``): the IRLS weights and the polish's comparison take the factor ``w_i``.
+
 Each batch is solved by iteratively reweighted least squares, the algorithm
 of statsmodels' ``QuantReg``: from the batch's OLS fit, ``IRLS_STEPS`` times,
 weighted least squares with weights ``q / |r_i|`` for a positive residual and
@@ -42,33 +45,39 @@ def quantile_batch_fit(q: float) -> BatchFit:
     """The batch fit of the q-th quantile regression, for :func:`~.models.partition_models`."""
     q = check_quantile(q)
 
-    def fit(Xb: np.ndarray, yb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return batch_quantreg(Xb, yb, q)
+    def fit(Xb: np.ndarray, yb: np.ndarray, wb: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        return batch_quantreg(Xb, yb, q, wb)
 
     return fit
 
 
-def batch_quantreg(Xb: np.ndarray, yb: np.ndarray, q: float) -> tuple[np.ndarray, np.ndarray]:
-    """The q-th quantile regression of each batch (module docstring): ``(k, d)`` coefficients and the ``(k, d)``
-    mask of the coefficients the batch cannot estimate (as :func:`~.models.batch_ols`)."""
-    coef, unknown = batch_ols(Xb, yb)
+def batch_quantreg(
+    Xb: np.ndarray, yb: np.ndarray, q: float, wb: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The q-th quantile regression of each batch, weighted by the survey weights ``wb`` if given (module
+    docstring): ``(k, d)`` coefficients and the ``(k, d)`` mask of the coefficients the batch cannot estimate
+    (as :func:`~.models.batch_ols`)."""
+    coef, unknown = batch_ols(Xb, yb, wb)
+    w = np.ones(yb.shape) if wb is None else wb
     with np.errstate(all="ignore"):
         floor = RESIDUAL_FLOOR * np.max(np.abs(yb), axis=1, keepdims=True) + np.finfo(float).tiny
         for _ in range(IRLS_STEPS):
             residuals = yb - np.einsum("kbd,kd->kb", Xb, coef)
-            weights = np.where(residuals > 0, q, 1.0 - q) / np.maximum(np.abs(residuals), floor)
+            weights = w * np.where(residuals > 0, q, 1.0 - q) / np.maximum(np.abs(residuals), floor)
             G, rhs, _ = normal_equations(Xb, yb, weights)
             coef = solve(G, rhs)
-        coef = _polished(Xb, yb, q, coef)
+        coef = _polished(Xb, yb, q, coef, w)
     return np.clip(coef, -MODEL_LIMIT, MODEL_LIMIT), unknown
 
 
-def check_loss(Xb: np.ndarray, yb: np.ndarray, q: float, coef: np.ndarray) -> np.ndarray:
-    """``(k,)``: each batch's check loss ``sum_i r_i (q - 1{r_i < 0})`` at its coefficients."""
-    return np.sum(check_function(yb - np.einsum("kbd,kd->kb", Xb, coef), q), axis=1)
+def check_loss(Xb: np.ndarray, yb: np.ndarray, q: float, coef: np.ndarray, wb: np.ndarray | None = None) -> np.ndarray:
+    """``(k,)``: each batch's check loss ``sum_i w_i r_i (q - 1{r_i < 0})`` at its coefficients (``w_i`` = 1 when
+    ``wb`` is None)."""
+    losses = check_function(yb - np.einsum("kbd,kd->kb", Xb, coef), q)
+    return np.sum(losses if wb is None else wb * losses, axis=1)
 
 
-def _polished(Xb: np.ndarray, yb: np.ndarray, q: float, coef: np.ndarray) -> np.ndarray:
+def _polished(Xb: np.ndarray, yb: np.ndarray, q: float, coef: np.ndarray, wb: np.ndarray) -> np.ndarray:
     """The fit through the d rows nearest each batch's IRLS fit, where its check loss is lower.
 
     A linear program's solution is a vertex: it fits d rows exactly (Koenker &
@@ -82,5 +91,5 @@ def _polished(Xb: np.ndarray, yb: np.ndarray, q: float, coef: np.ndarray) -> np.
         np.take_along_axis(Xb, nearest[:, :, None], axis=1), np.take_along_axis(yb, nearest, axis=1)
     )
     vertex = solve(G, rhs)
-    better = check_loss(Xb, yb, q, vertex) < check_loss(Xb, yb, q, coef)
+    better = check_loss(Xb, yb, q, vertex, wb) < check_loss(Xb, yb, q, coef, wb)
     return np.where(better[:, None], vertex, coef)
