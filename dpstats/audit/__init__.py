@@ -13,13 +13,18 @@ using the noise recorder of dpstats/privacy/noise.py:
   CDFs, with the power check at eps x 0.7 and x 1.3 (step 2);
 * :mod:`.graybox` -- Clopper-Pearson lower bound on the eps of one internal
   release (step 3);
+* :mod:`.blackbox` -- the same bound on a whole public call (``dp_logit(...,
+  random_state=seed)``), from its released numbers only, on neighbouring
+  data frames (:mod:`.frame_pairs`: the survey weight's 0 -> W move) (steps 3, 4);
 * :mod:`.canaries` -- broken variants the audits must flag (step 5);
 * :mod:`.runner` -- the plumbing: forcing, stopping and batching runs.
 """
 
 from __future__ import annotations
 
-from .canaries import scaled_return, understated_sensitivity, weaker_noise
+from .blackbox import CallSamples, PublicCall, blackbox_audit, discriminant, released_numbers, sample_calls
+from .canaries import forced_argument, ignored_weight, scaled_return, understated_sensitivity, weaker_noise
+from .frame_pairs import FramePair, weight_move
 from .goodness_of_fit import (
     KSResult,
     SamplerAudit,
@@ -63,14 +68,17 @@ from .runner import (
 
 __all__ = [
     "BatchingGenerator",
+    "CallSamples",
     "CoreMechanism",
     "EpsBound",
     "Forcing",
+    "FramePair",
     "GrayBoxResult",
     "GrayBoxSamples",
     "KSResult",
     "NeighbourPair",
     "NotBatchable",
+    "PublicCall",
     "ReleaseReplay",
     "ReplayReport",
     "SamplerAudit",
@@ -78,6 +86,7 @@ __all__ = [
     "Violation",
     "assert_replay_sound",
     "audit_sampler",
+    "blackbox_audit",
     "box_corners",
     "claimed_eps",
     "clopper_pearson_lower",
@@ -87,19 +96,25 @@ __all__ = [
     "design_from_arrays",
     "design_from_points",
     "diagonal_pair",
+    "discriminant",
     "eps_lower_bound",
     "find_release",
+    "forced_argument",
     "graybox_audit",
+    "ignored_weight",
     "intervals_cdf",
     "intervals_probabilities",
     "ks_check",
     "pair_from_points",
     "reference_prefix",
     "release_distance",
+    "released_numbers",
     "repeat_draws",
     "replay",
     "run_recorded",
+    "sample_calls",
     "scaled_return",
     "understated_sensitivity",
     "weaker_noise",
+    "weight_move",
 ]
