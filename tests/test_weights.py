@@ -73,7 +73,7 @@ def test_bad_weights_are_treated_row_wise():
         ({"weights": "wt", "bounds": {"x": (0, 1), "z": (-2, 2)}}, "needs its range declared"),
         ({"weights": "wt", "bounds": {**BOUNDS, "wt": (-1, 5)}}, "0 <= lower < upper"),
         ({"weights": "w2"}, "not a column"),
-        ({"weights": "wt", "method": "histogram"}, "does not take survey weights"),
+        ({"weights": "wt", "method": "objective"}, "does not take survey weights"),
         ({"weights": "wt", "method": "newton", "unit": "x", "max_rows": 2}, "do not combine"),
     ],
 )

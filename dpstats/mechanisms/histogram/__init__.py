@@ -142,4 +142,5 @@ SPEC = MechanismSpec(
     options=DEFAULTS,
     fit=fit,
     distributed=frozenset({"ols", "quantreg"}),
+    weighted=frozenset({"ols", "quantreg", "logit", "probit"}),
 )

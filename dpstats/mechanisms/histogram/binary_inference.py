@@ -68,6 +68,7 @@ import numpy as np
 
 from ...glm.links import Link
 from ...uncertainty.intervals import replicate_covariance
+from .cell_meat import CellMeat
 from .inference import Intervals, PointMove, failed, normal_draws
 from .weighted_fits import MAX_CONDITION
 
@@ -93,11 +94,14 @@ def binary_intervals(
     link: Link,
     moves: tuple[PointMove, ...],
     rng: np.random.Generator,
+    meat: CellMeat | None = None,
 ) -> Intervals:
     """The intervals of a weighted logit or probit fit ``params`` on the cells (module docstring).
 
     ``weights`` are the fit's weights ``W``, ``counts`` the raw noisy counts ``R`` and ``variances`` the
-    estimates of ``Var R``, per cell of the fit (summed over the release's cells it pools).
+    estimates of ``Var R``, per cell of the fit (summed over the release's cells it pools). With survey weights
+    ``variances`` are the noise's alone and ``meat`` releases the rows' design-based meat at the cells' scores
+    (cell_meat.py), added to the score's spread.
     """
     p = params.size
     eta = X @ params
@@ -119,6 +123,10 @@ def binary_intervals(
     for move in moves:
         step = move.dX * factor[:, None] + X * (slope_y * move.dy - curvature * (move.dX @ params))[:, None]
         spread += move.covariance(weights[:, None] * step)
+    note = BINARY_NOTE
+    if meat is not None:
+        spread += meat.release(score, weights)
+        note += meat.note
     cov = inverse @ spread @ inverse.T
     replicates = params + (normal_draws(rng, params, cov) - centre)
-    return Intervals(replicate_covariance(replicates), replicates, BINARY_NOTE)
+    return Intervals(replicate_covariance(replicates), replicates, note)

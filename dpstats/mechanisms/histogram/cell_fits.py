@@ -42,6 +42,7 @@ from ...privacy.accounting import PrivacySpent
 from ..base import Release
 from .binary_inference import binary_intervals
 from .cell_means import CellMeans, Encode, place, response_widths, unit_steps
+from .cell_meat import CellMeat
 from .inference import (
     SE_NOTE,
     CellProblem,
@@ -162,6 +163,7 @@ def cell_intervals(
     widths: np.ndarray | None,
     correction: np.ndarray | None = None,
     moves: tuple[PointMove, ...] = (),
+    meat: CellMeat | None = None,
 ) -> Intervals:
     """The standard errors and intervals of a fit on the cells of ``names`` (inference.py).
 
@@ -171,7 +173,8 @@ def cell_intervals(
     ``moves`` are the noisy points' moves
     (dpstats/mechanisms/histogram/cell_means.py). A
     least-squares fit on a sparse layout says in its note that its intervals
-    are too narrow (:func:`~dpstats.mechanisms.histogram.inference.sparse_layout_note`).
+    are too narrow (:func:`~dpstats.mechanisms.histogram.inference.sparse_layout_note`). ``meat``: with survey
+    weights, the release of the rows' design-based meat at the fit's cell scores (cell_meat.py).
     """
     p = X.shape[1]
     if fit.failed:
@@ -182,7 +185,7 @@ def cell_intervals(
         weights = np.maximum(weights, 0.0)
     if estimator in LINKS:
         pooled = [hist.sum_over(names, values) for values in (weights, hist.counts, hist.count_variances())]
-        return binary_intervals(X, y, *pooled, fit.params, get_link(estimator), moves, hist.postprocessing())
+        return binary_intervals(X, y, *pooled, fit.params, get_link(estimator), moves, hist.postprocessing(), meat)
     model = hist.count_model(policy, clip)
     problem = CellProblem(
         X=X,
@@ -193,6 +196,7 @@ def cell_intervals(
         n=hist.n,
         correction=correction,
         moves=moves,
+        meat=meat,
     )
     if estimator == "ols":
         intervals = least_squares_intervals(problem, fit.params, hist.postprocessing())
@@ -213,20 +217,23 @@ def fit_on_cells(
     threshold: Threshold | None,
     response: str = "auto",
     sheppard: bool | Sequence[str] = False,
+    meat: CellMeat | None = None,
 ) -> CellFit:
     """Fit the design ``encode`` gives on the cells of the variables ``names`` (summed over the others).
 
     A cut-off policy whose retained cells leave the fit failed (a term with
     no retained cell, so ``X'WX`` is singular) falls back to Algorithm 1'
-    (module docstring); the hyperparameters say so.
+    (module docstring); the hyperparameters say so. ``meat``: with survey weights, what releases the rows'
+    design-based meat at the fit (cell_meat.py; ``names`` are then all the release's columns, in its order).
+    A failed fit has no intervals, so the meat is released at most once.
     """
     policy = hist.policy(threshold)
     continuous = [c for c in names if c not in response_names and not hist.layout.axis(c).categorical]
     corrected = check_sheppard(sheppard, continuous, estimator)
-    cell_fit = _fit_with(hist, estimator, names, encode, term_names, y_name, q, policy, response, corrected)
+    cell_fit = _fit_with(hist, estimator, names, encode, term_names, y_name, q, policy, response, corrected, meat)
     if not cell_fit.fit.failed or policy in (FALLBACK, "none"):
         return cell_fit
-    fallback = _fit_with(hist, estimator, names, encode, term_names, y_name, q, FALLBACK, response, corrected)
+    fallback = _fit_with(hist, estimator, names, encode, term_names, y_name, q, FALLBACK, response, corrected, meat)
     if fallback.fit.failed:
         reason = f"{cell_fit.fit.reason}; on the non-negative counts (Algorithm 1'): {fallback.fit.reason}"
         return dataclasses.replace(cell_fit, fit=dataclasses.replace(cell_fit.fit, reason=reason))
@@ -245,6 +252,7 @@ def _fit_with(
     policy: Threshold,
     response: str,
     corrected: Sequence[str],
+    meat: CellMeat | None = None,
 ) -> CellFit:
     """:func:`fit_on_cells` with the thresholding ``policy``, and Sheppard's correction of the ``corrected`` columns."""
     cells, weights = hist.marginal(names, policy, clip=estimator != "ols")
@@ -267,7 +275,7 @@ def _fit_with(
     if means is not None:
         hyper["cell_means"] = list(means.names)
     moves = () if means is None else point_moves(encode, points, hist.layout, names, means)
-    intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, widths, per_cell, moves)
+    intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, widths, per_cell, moves, meat)
     return CellFit(fit, term_names, tuple(names), hyper, intervals)
 
 

@@ -124,10 +124,15 @@ def centred_offsets(axis: Axis, column: pd.Series) -> np.ndarray:
     return np.where(at_bound, 0.0, np.round(np.clip(offset, -0.5, 0.5) * GRID) / GRID)
 
 
-def offset_sums(layout: HistogramLayout, axes: Sequence[str], frame: pd.DataFrame) -> np.ndarray:
-    """The sums of the rows' centred offsets per cell (C order) and axis in ``axes``, cells x axes (private)."""
-    flat = np.ravel_multi_index([a.codes(frame[a.name]) for a in layout.axes], layout.shape)
-    sums = [np.bincount(flat, centred_offsets(layout.axis(name), frame[name]), layout.n_cells) for name in axes]
+def offset_sums(
+    layout: HistogramLayout, axes: Sequence[str], frame: pd.DataFrame, masses: np.ndarray | None = None
+) -> np.ndarray:
+    """The sums of the rows' centred offsets per cell (C order) and axis in ``axes``, cells x axes (private); with
+    ``masses`` (survey weights over their maximum, dpstats/mechanisms/histogram/survey_weights.py), of the masses
+    times the offsets."""
+    flat = layout.cells_of(frame)
+    mass = 1.0 if masses is None else masses
+    sums = [np.bincount(flat, mass * centred_offsets(layout.axis(name), frame[name]), layout.n_cells) for name in axes]
     return np.column_stack(sums) if sums else np.zeros((layout.n_cells, 0))
 
 

@@ -194,19 +194,64 @@ class CountModel:
         mu = np.asarray(mu, dtype=float)
         noise = 2.0 * self.scale**2
         if not self.thresholded:
-            var = np.maximum(mu, 0.0) + noise
+            var = self.sampling(mu) + noise
             return CellMoments(mu, var, mu, var, var)
         mu = np.maximum(mu, 0.0)
         beyond = mu > self.mu_max
         out = {}
         for name, table in self.tables.items():
             value = np.interp(mu, self.grid, table)
-            far = mu if name in ("mean", "mean_m") else mu + noise
+            far = mu if name in ("mean", "mean_m") else self.sampling(mu) + noise
             out[name] = np.where(beyond, far, value)
         return CellMoments(**out)
+
+    def sampling(self, mu: np.ndarray) -> np.ndarray:
+        """The rows' part of a count's variance at expected count ``mu``: Poisson's ``mu`` (0 below 0)."""
+        return np.maximum(mu, 0.0)
+
+
+class NoiseModel(CountModel):
+    """The law of ``W = T(mu + L)``: a cell's weighted count ``mu`` held fixed, its noise and thresholding only.
+
+    The world of a survey-weighted histogram's intervals (dpstats/mechanisms/histogram/survey_weights.py): a
+    weighted count's sampling variance is not Poisson's, and the rows' sampling error enters through the
+    design-based meat instead (dpstats/mechanisms/histogram/cell_meat.py). The moments given ``N = k`` are
+    :func:`_given_count` at ``k = mu``, tabulated on a grid spanning the cut-off's reach of the noise (below it
+    W is 0 but for a negligible tail, above it ``mu + L``).
+    """
+
+    def __init__(self, cutoff: float, scale: float) -> None:
+        self.cutoff, self.scale = float(cutoff), float(scale)
+        self.thresholded = math.isfinite(self.cutoff)
+        if not self.thresholded:
+            return
+        c, s = max(self.cutoff, 0.0), self.scale
+        self.mu_max = c + REACH * s
+        self.grid = np.unique(np.concatenate([[0.0], np.linspace(max(c - TAIL * s, 0.0), self.mu_max, GRID_POINTS)]))
+        first, second = _given_count(self.grid, c, s)
+        self.shift_table = first - self.grid
+        var = second - first**2
+        d_mean, wd_mean, d_square = self._noise_integrals(self.grid, c, s)
+        self.tables = {
+            "mean": first,
+            "var": var,
+            "mean_m": first + d_mean,
+            "cov_m": var + wd_mean - first * d_mean,
+            "var_m": var + 2 * (wd_mean - first * d_mean) + d_square - d_mean**2,
+        }
+
+    def sampling(self, mu: np.ndarray) -> np.ndarray:
+        """No rows' part: the count is held fixed."""
+        return np.zeros_like(np.asarray(mu, dtype=float))
 
 
 @lru_cache(maxsize=64)
 def count_model(cutoff: float, scale: float) -> CountModel:
     """The :class:`CountModel` of a cut-off and scale, built once (its tables depend on public values only)."""
     return CountModel(cutoff, scale)
+
+
+@lru_cache(maxsize=64)
+def noise_model(cutoff: float, scale: float) -> NoiseModel:
+    """The :class:`NoiseModel` of a cut-off and scale, built once (public values only)."""
+    return NoiseModel(cutoff, scale)

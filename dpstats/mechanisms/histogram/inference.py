@@ -129,6 +129,7 @@ import numpy as np
 
 from ...privacy import noise
 from ...uncertainty.intervals import infinite_cov, replicate_covariance
+from .cell_meat import CellMeat, sandwich
 from .cell_moments import CellMoments
 from .weighted_fits import MAX_CONDITION, response_intervals
 
@@ -190,7 +191,9 @@ class CellProblem:
     summed over the release's cells that a cell of the fit pools.
     ``correction`` (least squares, or None) is Sheppard's correction per unit
     weight, one p x p matrix per cell. ``n`` is the public number of rows.
-    ``moves``: the points' moves along the axes with noisy means (**Noisy points**).
+    ``moves``: the points' moves along the axes with noisy means (**Noisy points**). ``meat``: with survey
+    weights, what releases the rows' design-based meat at the fit's cell scores (cell_meat.py), whose sandwich
+    is the sampling error; the moments are then the noise's alone.
     """
 
     X: np.ndarray
@@ -201,6 +204,7 @@ class CellProblem:
     n: int
     correction: np.ndarray | None = None
     moves: tuple[PointMove, ...] = ()
+    meat: CellMeat | None = None
 
 
 @dataclass(frozen=True)
@@ -301,7 +305,25 @@ def least_squares_intervals(problem: CellProblem, params: np.ndarray, rng: np.ra
     refits = _solve(np.concatenate([draws[:, :dim], draws[:, dim:]]), p, upper)
     corrected = 2.0 * refits[:REPLICATES] - refits[REPLICATES:]
     replicates = params + (corrected - centre)
-    return Intervals(replicate_covariance(replicates), replicates, SE_NOTE)
+    if problem.meat is None:
+        return Intervals(replicate_covariance(replicates), replicates, SE_NOTE)
+    sampling = _weighted_sampling(problem, params)
+    if sampling is None:
+        return failed(p, FAILED_FIT)
+    replicates = replicates + normal_draws(rng, np.zeros(p), sampling)
+    return Intervals(replicate_covariance(replicates), replicates, SE_NOTE + problem.meat.note)
+
+
+def _weighted_sampling(problem: CellProblem, params: np.ndarray) -> np.ndarray | None:
+    """Least squares' design-based sampling covariance with survey weights: the bread ``sum_r W_r (x_r x_r' -
+    C_r)`` around the meat of the cell scores ``x_r y_r - (x_r x_r' - C_r) b`` (cell_meat.py)."""
+    X, w = problem.X, problem.weights
+    psi = X * (problem.y - X @ params)[:, None]
+    bread = X.T @ (w[:, None] * X)
+    if problem.correction is not None:
+        psi = psi + np.einsum("rij,j->ri", problem.correction, params)
+        bread = bread - np.einsum("r,rij->ij", w, problem.correction)
+    return sandwich(bread, problem.meat.release(psi, w))
 
 
 def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, probs: list[float]) -> np.ndarray:
@@ -375,6 +397,10 @@ def quantile_intervals(
     for move in problem.moves:
         step = w[:, None] * (move.dX * gap[:, None] + X * (density * (move.dX @ params - move.dy))[:, None])
         spread += move.covariance(step)
+    note = SE_NOTE
+    if problem.meat is not None:
+        spread += problem.meat.release(score, w)
+        note += problem.meat.note
     cov = inverse @ spread @ inverse.T
     replicates = params + (normal_draws(rng, mean, cov) - centre)
-    return Intervals(replicate_covariance(replicates), replicates, SE_NOTE)
+    return Intervals(replicate_covariance(replicates), replicates, note)

@@ -256,9 +256,11 @@ class HistogramLayout:
 
     def counts(self, frame: pd.DataFrame) -> np.ndarray:
         """True cell counts of the prepared ``frame`` (private: only release them noised)."""
-        codes = [a.codes(frame[a.name]) for a in self.axes]
-        flat = np.ravel_multi_index(codes, self.shape)
-        return np.bincount(flat, minlength=self.n_cells).astype(float)
+        return np.bincount(self.cells_of(frame), minlength=self.n_cells).astype(float)
+
+    def cells_of(self, frame: pd.DataFrame) -> np.ndarray:
+        """Every row's cell (its index in C order) in the prepared ``frame`` (private)."""
+        return np.ravel_multi_index([a.codes(frame[a.name]) for a in self.axes], self.shape)
 
     def cell_frame(self, names: Sequence[str] | None = None) -> pd.DataFrame:
         """One row per cell of the axes ``names`` (all by default), in C order: centres and levels."""

@@ -79,6 +79,7 @@ from ..quantiles import check_quantile
 from .binary_response import response_cells
 from .cell_fits import CellFit, Encode, as_release, check_response, fit_on_cells
 from .cell_means import DEFAULT_SHARE, mean_axes
+from .cell_meat import MEAT_SHARE, CellMeat, with_meat
 from .layout import (
     HistogramLayout,
     Threshold,
@@ -87,6 +88,7 @@ from .layout import (
     check_threshold,
 )
 from .release import HistogramRelease, cell_statistics, release_with_means, split_eps
+from .survey_weights import layout_eps, row_masses
 from .weighted_fits import identifies
 
 MAX_IDENTIFYING_BINS = 8
@@ -125,17 +127,18 @@ def fit(
     response = check_response(response)
     estimator, q = check_estimator(q, link)
     share = check_moment_share(moment_share, bool(sheppard))
+    eps, eps_meat = (float(privacy.eps), 0.0) if design.weights is None else split_eps(privacy.eps, MEAT_SHARE)
     if design.variables is not None:
         hist, cell_fit = _fit_variables(
-            design, privacy.eps, rng, bins, threshold, estimator, q, response, sheppard, bound_cells, share
+            design, eps, rng, bins, threshold, estimator, q, response, sheppard, bound_cells, share, eps_meat
         )
     else:
         if sheppard:
             raise ValueError("sheppard needs the formula's variables (use dp_ols or noisy_histogram)")
         hist, cell_fit = _fit_columns(
-            design, privacy.eps, rng, bins, threshold, estimator, q, response, bound_cells, share
+            design, eps, rng, bins, threshold, estimator, q, response, bound_cells, share, eps_meat
         )
-    return as_release(cell_fit, hist.privacy)
+    return as_release(cell_fit, with_meat(hist.privacy, eps_meat, design.psus))
 
 
 def check_estimator(q: object, link: object) -> tuple[str, float | None]:
@@ -185,14 +188,28 @@ def _release(
         eps_counts, eps_means = eps, 0.0
         layout = layout_with(eps, False)
     statistic = functools.partial(_statistics, layout, axes, frame_of)
-    return release_with_means(design.total(statistic), design.n, layout, eps_counts, eps_means, axes, threshold, rng)
+    weighted = design.weights is not None
+    return release_with_means(
+        design.total(statistic), design.n, layout, eps_counts, eps_means, axes, threshold, rng, weighted
+    )
 
 
 def _statistics(
     layout: HistogramLayout, axes: tuple[str, ...], frame_of: Callable[[Design], pd.DataFrame], design: Design
 ) -> np.ndarray:
-    """The counts and within-bin sums of the design's rows (a statistic for ``design.total``)."""
-    return cell_statistics(layout, axes, frame_of(design))
+    """The counts and within-bin sums of the design's rows (a statistic for ``design.total``), of their survey
+    weights' masses where they have weights (survey_weights.py)."""
+    return cell_statistics(layout, axes, frame_of(design), row_masses(design))
+
+
+def _cell_meat(
+    design: Design, hist: HistogramRelease, frame: pd.DataFrame, eps: float, rng: np.random.Generator
+) -> CellMeat | None:
+    """With survey weights, what releases the design-based meat at the fit (cell_meat.py); None without."""
+    masses = row_masses(design)
+    if masses is None:
+        return None
+    return CellMeat(hist.layout.cells_of(frame), masses, design.psus, eps, rng)
 
 
 def _fit_variables(
@@ -207,9 +224,11 @@ def _fit_variables(
     sheppard: bool | list[str],
     bound_cells: bool | list[str],
     share: float,
+    eps_meat: float = 0.0,
 ) -> tuple[HistogramRelease, CellFit]:
     """The histogram over the formula's variables, and the design fitted on its cells; a binary fit's response
-    has two cells when it is 0/1, else bins and a cell at each bound (binary_response.py)."""
+    has two cells when it is 0/1, else bins and a cell at each bound (binary_response.py). With survey weights
+    ``eps_meat`` is the design-based meat's eps (cell_meat.py)."""
     variables = design.variables
     names = list(variables.frame.columns)
     y_name = variables.response_axis or design.y_name
@@ -223,17 +242,18 @@ def _fit_variables(
             if whole and isinstance(k, int):  # a 0/1 response keeps its two cells
                 k = {c: k for c in names if c not in variables.levels and c != y_name}
             return build_layout(
-                names, variables.bounds, variables.levels, k, design.n, eps_counts, estimator, ends, threshold,
-                integers, means,
+                names, variables.bounds, variables.levels, k, design.n, layout_eps(eps_counts, design), estimator,
+                ends, threshold, integers, means,
             )  # fmt: skip
 
         layout = with_bins(bins)
         return identifying_layout(layout, variables.encode, with_bins) if bins is None else layout
 
     hist = _release(design, lambda d: d.variables.frame, layout_with, eps, share, threshold, rng)
+    meat = _cell_meat(design, hist, variables.frame, eps_meat, rng)
     cell_fit = fit_on_cells(
         hist, estimator, names, variables.response, variables.encode, design.term_names, y_name, q, None, response,
-        sheppard,
+        sheppard, meat,
     )  # fmt: skip
     return hist, cell_fit
 
@@ -273,8 +293,10 @@ def _fit_columns(
     response: str,
     bound_cells: bool | list[str],
     share: float,
+    eps_meat: float = 0.0,
 ) -> tuple[HistogramRelease, CellFit]:
-    """The histogram over the response and the non-intercept design columns (designs without variables)."""
+    """The histogram over the response and the non-intercept design columns (designs without variables); with
+    survey weights ``eps_meat`` is the design-based meat's eps (cell_meat.py)."""
     if design.x_bounds is None or design.y_bounds is None:
         raise ValueError("method='histogram' needs declared bounds for a design without formula variables")
     slopes = design.slope_indices
@@ -289,9 +311,11 @@ def _fit_columns(
         return pd.DataFrame({d.y_name: d.y, **{d.term_names[j]: d.X[:, j] for j in slopes}})
 
     def layout_with(eps_counts: float, means: bool) -> HistogramLayout:
-        return build_layout(names, bounds, {}, bins, design.n, eps_counts, estimator, ends, threshold, (), means)
+        eps_layout = layout_eps(eps_counts, design)
+        return build_layout(names, bounds, {}, bins, design.n, eps_layout, estimator, ends, threshold, (), means)
 
     hist = _release(design, frame_of, layout_with, eps, share, threshold, rng)
+    meat = _cell_meat(design, hist, frame_of(design), eps_meat, rng)
 
     def encode(cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         X = np.ones((len(cells), design.n_columns))
@@ -300,6 +324,16 @@ def _fit_columns(
         return cells[design.y_name].to_numpy(dtype=float), X
 
     cell_fit = fit_on_cells(
-        hist, estimator, names, [design.y_name], encode, design.term_names, design.y_name, q, None, response
+        hist,
+        estimator,
+        names,
+        [design.y_name],
+        encode,
+        design.term_names,
+        design.y_name,
+        q,
+        None,
+        response,
+        meat=meat,
     )
     return hist, cell_fit

@@ -24,7 +24,7 @@ import pandas as pd
 from ...privacy.accounting import PrivacySpent
 from ...privacy.noise import laplace_mechanism, make_rng, postprocessing_rng
 from .cell_means import MEANS_RELEASE, CellMeans, axis_means, means_sensitivity, offset_sums, release_offsets
-from .cell_moments import CountModel, count_model
+from .cell_moments import CountModel, count_model, noise_model
 from .layout import HistogramLayout, Threshold, check_threshold, cutoff, thresholded
 
 RELEASE_NAME = "histogram counts"
@@ -58,7 +58,9 @@ class HistogramRelease:
     ``means_axes``, ``_offsets`` and ``means_eps``: the axes with noisy
     within-cell offset sums (cells x axes) and the
     eps they spent (none by default: the fits are then at the cell centres,
-    Algorithm 1).
+    Algorithm 1). ``weighted``: the counts and sums are of the rows' survey weights in units of their declared
+    maximum (survey_weights.py), so the intervals' world has the noise only and the rows' sampling error
+    comes from a design-based meat (cell_meat.py).
     """
 
     layout: HistogramLayout
@@ -71,10 +73,12 @@ class HistogramRelease:
     means_axes: tuple[str, ...] = ()
     _offsets: np.ndarray | None = field(default=None, repr=False)
     means_eps: float = 0.0
+    weighted: bool = False
 
     @property
     def counts(self) -> np.ndarray:
-        """The noisy count of every cell (flattened in C order over ``layout.shape``)."""
+        """The noisy count of every cell (flattened in C order over ``layout.shape``); with survey weights, the
+        noisy weighted count in units of the weights' declared maximum (survey_weights.py)."""
         return np.array(self._counts, copy=True)
 
     @property
@@ -140,13 +144,15 @@ class HistogramRelease:
         without thresholding they are ``max(count + noise, 0)``.
         """
         c = self.cutoff(threshold)
-        return count_model(max(c, 0.0) if clip else c, 2.0 / self.eps)
+        return (noise_model if self.weighted else count_model)(max(c, 0.0) if clip else c, 2.0 / self.eps)
 
     def count_variances(self) -> np.ndarray:
         """Per cell, an unbiased estimate of its noisy count's variance ``mu + 2 s^2`` (Poisson rows, Laplace
         noise of scale ``s = 2 / eps``): the count plus ``2 s^2``, clipped at 0 (dpstats/mechanisms/histogram/
-        binary_inference.py)."""
-        return np.maximum(self._counts + 2.0 * (2.0 / self.eps) ** 2, 0.0)
+        binary_inference.py); with survey weights the noise's ``2 s^2`` alone (the rows' part is the design-based
+        meat's, cell_meat.py)."""
+        noise = 2.0 * (2.0 / self.eps) ** 2
+        return np.full(self._counts.shape, noise) if self.weighted else np.maximum(self._counts + noise, 0.0)
 
     def postprocessing(self) -> np.random.Generator:
         """A fresh copy of the release's post-processing stream (fresh OS entropy if the release has none)."""
@@ -260,23 +266,34 @@ def release_with_means(
     axes: tuple[str, ...],
     threshold: Threshold,
     rng: np.random.Generator,
+    weighted: bool = False,
 ) -> HistogramRelease:
     """Release the cell counts with ``eps`` and the within-bin offset sums of ``axes`` with ``means_eps``.
 
     ``statistics`` is :func:`cell_statistics`: the counts, then the sums of every axis in ``axes``; no axes (or
-    ``means_eps`` 0) release the counts only.
+    ``means_eps`` 0) release the counts only. ``weighted``: they are sums of the rows' masses ``w_i / W`` in
+    ``[0, 1]`` (survey_weights.py), whose sensitivities are the counts' and the sums' own.
     """
     counts, sums = statistics[:, 0], statistics[:, 1:]
     noisy = release_counts(rng, counts, eps)
     if not axes or means_eps <= 0:
-        return HistogramRelease(layout, n, eps, threshold, histogram_privacy(eps), noisy, postprocessing_rng(rng))
+        privacy = histogram_privacy(eps)
+        return HistogramRelease(layout, n, eps, threshold, privacy, noisy, postprocessing_rng(rng), weighted=weighted)
     offsets = release_offsets(rng, sums, means_eps)
     privacy = histogram_privacy(eps, means_eps)
     return HistogramRelease(
-        layout, n, eps, threshold, privacy, noisy, postprocessing_rng(rng), axes, offsets, means_eps
+        layout, n, eps, threshold, privacy, noisy, postprocessing_rng(rng), axes, offsets, means_eps, weighted
     )
 
 
-def cell_statistics(layout: HistogramLayout, axes: Sequence[str], frame: pd.DataFrame) -> np.ndarray:
-    """Per cell (rows, C order): its count, then the sums of its rows' centred offsets along every axis in ``axes``."""
-    return np.column_stack([layout.counts(frame), offset_sums(layout, axes, frame)])
+def cell_statistics(
+    layout: HistogramLayout, axes: Sequence[str], frame: pd.DataFrame, masses: np.ndarray | None = None
+) -> np.ndarray:
+    """Per cell (rows, C order): its count, then the sums of its rows' centred offsets along every axis in ``axes``;
+    with ``masses`` (the rows' ``w_i / W``, survey_weights.py) the sums of the masses and of the masses times the
+    offsets."""
+    if masses is None:
+        return np.column_stack([layout.counts(frame), offset_sums(layout, axes, frame)])
+    flat = layout.cells_of(frame)
+    counts = np.bincount(flat, masses, layout.n_cells)
+    return np.column_stack([counts, offset_sums(layout, axes, frame, masses)])
