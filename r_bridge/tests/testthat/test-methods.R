@@ -110,7 +110,8 @@ test_that("tidy and glance are registered for broom", {
   gl <- broom::glance(fit)
   expect_identical(nrow(gl), 1L)
   expect_identical(names(gl), c("nobs", "df.model", "method", "notion", "eps", "delta", "rho", "proven",
-                                "neighbours", "failed", "status", "bias", "inference"))
+                                "neighbours", "failed", "status", "bias", "inference", "weights", "cluster",
+                                "strata"))
   expect_identical(gl$status, "ok")
   expect_identical(gl$inference, if (is.null(fit$replicates)) "normal" else paste0("bootstrap (", fit$interval, ")"))
   expect_identical(gl$method, "noisystats")
