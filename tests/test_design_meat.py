@@ -94,6 +94,19 @@ def test_psus_nest_clusters_in_strata_and_put_undeclared_levels_in_the_first():
     np.testing.assert_array_equal(design.psus.stratum, [0, 0, 1, 1])
 
 
+def test_declared_psu_pairs_code_each_rows_psu_and_an_undeclared_pair_is_the_first():
+    data = pd.DataFrame({"x": [0.1, 0.2, 0.3, 0.4, 0.5], "y": [1.0, 0, 1, 0, 1], "wt": [1.0, 2, 3, 4, 5],
+                         "psu": [1, 2, 1, 3, [9]], "st": ["a", "a", "b", "b", "b"]})  # fmt: skip
+    levels = {"psu": [["a", 1], ["a", 2], ["b", 1], ["b", 2], ["b", 3]], "st": ["a", "b"]}  # lists, as from R
+    design, _ = build_design("y ~ x", data, {"x": (0, 1), "y": (0, 1), "wt": (0, 5)}, levels,
+                             survey=SurveyDeclaration("wt", "psu", "st"))  # fmt: skip
+    np.testing.assert_array_equal(design.psus.codes, [0, 1, 2, 4, 0])
+    np.testing.assert_array_equal(design.psus.stratum, [0, 0, 1, 1, 1])
+    with pytest.raises(ValueError, match="stratum"):
+        build_design("y ~ x", data, {"x": (0, 1), "y": (0, 1), "wt": (0, 5)}, {"psu": [("c", 1)], "st": ["a"]},
+                     survey=SurveyDeclaration("wt", "psu", "st"))  # fmt: skip
+
+
 def test_cluster_and_strata_are_checked_before_any_data_are_read():
     with pytest.raises(ValueError, match="weights="):
         dpstats.dp_ols("y ~ x", None, eps=1.0, cluster="psu")
@@ -135,13 +148,15 @@ def test_design_based_standard_errors_equal_svyglms_at_a_huge_eps(tmp_path: Path
         message = "R's survey package is not available: bash scripts/setup.sh installs it"
         pytest.fail(message) if REQUIRE_R else pytest.skip(message)
     data = _survey_sample()
+    data = data[~((data.st < 5) & (data.psu == 3))].reset_index(drop=True)  # strata of 3 PSUs and of 4
     csv = tmp_path / "survey.csv"
     data.to_csv(csv, index=False)
     done = subprocess.run([RSCRIPT, "-e", R_SVYGLM], env={**os.environ, "SURVEY_CSV": str(csv)},
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
     ref = json.loads(done.stdout.split("RESULT", 1)[1])
-    design = dict(weights="wt", cluster="psu", strata="st", levels={"psu": list(range(4)), "st": list(range(10))})
+    psus = sorted(set(zip(data.st, data.psu, strict=True)))  # the design's PSUs, as a survey publishes them
+    design = dict(weights="wt", cluster="psu", strata="st", levels={"psu": psus, "st": list(range(10))})
     bounds = {"x": (0, 1), "v": (-8, 10), "wt": (0, 5)}
     ols = dpstats.dp_ols("v ~ x", data, eps=1e9, bounds=bounds, method="noisystats", random_state=0, **design)
     logit = dpstats.dp_logit("y ~ x", data, eps=1e9, bounds=bounds, method="newton", random_state=0, **design)

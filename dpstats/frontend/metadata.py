@@ -58,11 +58,21 @@ def check_levels(levels: Mapping[str, Sequence] | None) -> dict[str, tuple]:
     for name, values in levels.items():
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence | np.ndarray | pd.Index):
             raise TypeError(f"levels[{name!r}] must be a list of levels")
-        # numpy scalars (levels from df[col].unique()) become Python ones, for JSON and the summary
-        values = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
+        # numpy scalars (levels from df[col].unique()) become Python ones, for JSON and the summary; a list
+        # (a survey's PSU declared as a (stratum, cluster) pair from R: dpstats/frontend/survey.py) a tuple
+        values = tuple(_level(v) for v in values)
         if len(values) == 0:
             raise ValueError(f"levels[{name!r}] must not be empty")
         if len(set(values)) != len(values):
             raise ValueError(f"levels[{name!r}] has duplicated levels")
         checked[str(name)] = values
     return checked
+
+
+def _level(value: object) -> object:
+    """A declared level as a hashable Python value: numpy scalars unwrapped, lists and arrays as tuples."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, list | np.ndarray):
+        return tuple(_level(v) for v in value)
+    return value

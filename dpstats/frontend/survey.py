@@ -4,8 +4,14 @@
   (dpstats/frontend/weights.py).
 * ``cluster`` names the PSU column and ``strata`` the stratum column; the levels of
   both are declared in ``levels`` like a categorical variable's, and a PSU is a pair
-  (stratum, cluster) (dpstats/design/survey.py). A row whose cluster or stratum is
-  missing or not declared is put in the first declared level (the categorical cells'
+  (stratum, cluster) (dpstats/design/survey.py). The cluster's levels are either its
+  codes, crossed with every stratum (every stratum has a PSU of every code), or the
+  design's PSUs themselves as (stratum, cluster) pairs (``levels={"psu": [(1, 1), (1, 2),
+  (2, 1), ...]}``, a survey's published list), which a design whose strata have
+  different numbers of PSUs needs: a declared PSU without rows still counts as one of
+  its stratum's (its total is 0), so crossing codes that some strata lack understates
+  the spread of the others'. A row whose cluster or stratum is missing or not declared
+  is put in the first declared level, or the first declared PSU (the categorical cells'
   treatment, dpstats/frontend/cells.py): no row can make the call raise.
 
 A design needs its weights: ``cluster=`` without ``weights=`` is refused (pass a
@@ -22,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..design.survey import PSUs
-from .cells import categorical_cells
+from .cells import CURATOR_ONLY, categorical_cells
 
 
 @dataclass(frozen=True)
@@ -61,12 +67,32 @@ def check_psu_levels(
             raise ValueError(f"{name!r} is not a column of the data")
         if levels is None or name not in levels:
             raise ValueError(f"the survey design's column {name!r} needs its levels declared in levels=")
+    pairs = declared_pairs(declaration, levels or {})
+    if pairs is not None:
+        strata = set(levels[declaration.strata])
+        if any(stratum not in strata for stratum, _ in pairs):
+            raise ValueError(
+                f"every declared PSU (stratum, cluster) needs its stratum among levels[{declaration.strata!r}]"
+            )
+
+
+def declared_pairs(declaration: SurveyDeclaration, levels: Mapping[str, object]) -> tuple[tuple, ...] | None:
+    """The declared PSUs when the cluster's levels are (stratum, cluster) pairs (module docstring), else None."""
+    if declaration.cluster is None or declaration.strata is None:
+        return None
+    clusters = levels.get(declaration.cluster, ())
+    if all(isinstance(c, tuple) and len(c) == 2 for c in clusters):
+        return tuple(clusters)
+    return None
 
 
 def psus(declaration: SurveyDeclaration, data: pd.DataFrame, levels: Mapping[str, tuple], missing: str) -> PSUs | None:
     """Every row's PSU among the declared (stratum, cluster) pairs; None without ``cluster=``."""
     if declaration.cluster is None:
         return None
+    pairs = declared_pairs(declaration, levels)
+    if pairs is not None:
+        return _nested(declaration, data, pairs, tuple(levels[declaration.strata]), missing)
     clusters = tuple(levels[declaration.cluster])
     cluster = _codes(declaration.cluster, data, clusters, missing)
     if declaration.strata is None:
@@ -80,3 +106,26 @@ def psus(declaration: SurveyDeclaration, data: pd.DataFrame, levels: Mapping[str
 def _codes(name: str, data: pd.DataFrame, levels: tuple, missing: str) -> np.ndarray:
     """Every row's position among the column's declared levels (bad cells: the first level)."""
     return np.asarray(categorical_cells(name, data[name].reset_index(drop=True), levels, missing).codes, dtype=np.intp)
+
+
+def _nested(
+    declaration: SurveyDeclaration, data: pd.DataFrame, pairs: tuple[tuple, ...], strata: tuple, missing: str
+) -> PSUs:
+    """Every row's PSU among the declared (stratum, cluster) ``pairs``; an undeclared pair is the first PSU."""
+    position = {pair: k for k, pair in enumerate(pairs)}
+    strata_cells = data[declaration.strata].to_numpy(dtype=object)
+    rows = zip(strata_cells, data[declaration.cluster].to_numpy(dtype=object), strict=True)
+    codes = np.fromiter((_position(position, pair) for pair in rows), dtype=np.intp, count=len(data))
+    if missing == "raise" and (codes < 0).any():
+        raise ValueError(f"a row's (stratum, cluster) pair is not among the declared PSUs. {CURATOR_ONLY}")
+    stratum = {level: h for h, level in enumerate(strata)}
+    of_psu = np.array([stratum[s] for s, _ in pairs], dtype=np.intp)
+    return PSUs(np.maximum(codes, 0), of_psu, declaration.cluster, declaration.strata)
+
+
+def _position(position: Mapping[tuple, int], pair: tuple) -> int:
+    """The pair's position among the declared PSUs, -1 where it is not one (an unhashable cell included)."""
+    try:
+        return position.get(pair, -1)
+    except TypeError:
+        return -1
