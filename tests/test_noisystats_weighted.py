@@ -115,10 +115,10 @@ def test_every_rows_weighted_score_is_within_its_declared_bounds(continuous, blo
         start += size
     blocks = tuple(blocks) or ((),)
     layout = structured.Layout.of(p, blocks)
-    bound = weighted.score_bound(layout, blocks, 7.0)
+    bound = weighted.score_bound(layout, blocks, 7.0, 0.3)
     for u, v in _grid_rows(continuous, block_sizes):
         Z = layout.rows_of(u[None, :], np.array([v]))[0, :-1]
-        score = 7.0 * weighted.RESIDUAL_BOUND * Z  # the clipped residual at its bound, the weight at its maximum
+        score = 7.0 * 0.3 * Z  # the residual at its clip, the weight at its maximum
         assert np.abs(score).sum() <= bound.l1 + 1e-12 and (score**2).sum() <= bound.l2sq + 1e-12
 
 

@@ -26,11 +26,12 @@ from dpstats.mechanisms.newton import steps
 from dpstats.mechanisms.newton.steps import (
     curvature_rows,
     curvature_sensitivity,
-    meat_sensitivity,
+    score_bound,
     score_clip,
     score_rows,
     score_sensitivity,
 )
+from dpstats.uncertainty.design_meat import row_meat_sensitivity
 
 BOUNDS = {"x": (0, 1), "z": (-2, 2), "wt": (0, 60)}
 
@@ -103,7 +104,7 @@ def test_weighted_sensitivities_hold_over_the_box_corners_and_the_weights_ends(n
         for terms, bound in [
             (score, score_sensitivity(link, p, (), w_max)),
             (curvature, curvature_sensitivity(link, p, w_max)),
-            (meat, meat_sensitivity(link, p, w_max)),
+            (meat, row_meat_sensitivity(score_bound(link, p, (), w_max))),
         ]:
             assert np.abs(terms[:, None] - terms[None]).sum(axis=2).max() <= bound + 1e-9
 
@@ -142,7 +143,7 @@ def test_replay_audit_of_a_weight_moving_from_zero_to_its_maximum(name):
     effects) stays within its declared sensitivity when one row's weight moves from 0 to the range's top."""
     report = replay(_release(name), _weighted_pairs(), PrivacyRequest(eps=1.0), seeds=range(2), options={"steps": 3})
     assert not report.violations, report.as_text()
-    assert {"newton score", "newton curvature", "newton meat", "margins"} <= set(report.releases)
+    assert {"newton score", "newton curvature", "meat", "margins"} <= set(report.releases)
 
 
 def test_a_canary_that_ignores_the_weights_is_flagged_by_the_replay():

@@ -28,6 +28,21 @@ from the declared bounds, the weights' declared maximum and a clipped residual).
 
 Both are made positive semi-definite (dpstats/uncertainty/intervals.py,
 ``nearest_psd``); what is subtracted and projected is post-processing.
+
+Intervals. A variance read from a noisy meat is itself noisy, and with few PSUs
+it is noisy without privacy too (svyglm's intervals are Student's t with the
+PSUs less the strata as degrees of freedom). For a coefficient's variance
+``v = a' M a`` :meth:`DesignMeat.degrees_of_freedom` gives Satterthwaite's
+``2 v^2 / Var(v)``, with ``Var(v)`` the design's ``2 v^2 / df`` plus the noise's:
+for the PSUs' totals, per stratum ``4 sigma^2 Q_h + 5 (m_h - 1) sigma^4`` (``sigma^2``
+the noise's variance along a, ``Q_h`` the stratum's spread along a less its
+noise's, a Laplace fourth moment bounding the second term), times ``(m_h / (m_h -
+1))^2``; for the outer products the entries' noise along ``a a'``. The
+mechanisms draw their intervals' replicates as normal draws of the sandwich
+scaled by :func:`studentised` factors, so that each coefficient's interval is
+Student's t with its degrees of freedom: where the noise swamps the meat the
+degrees of freedom fall and the interval widens, instead of shrinking with a
+meat that the noise's correction pushed towards 0.
 """
 
 from __future__ import annotations
@@ -35,8 +50,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import chi2
 
 from ..design.survey import PSUs
+from ..privacy import noise
 from ..privacy.noise import laplace_mechanism
 from .intervals import nearest_psd
 from .sandwich import from_upper_triangle, upper_triangle
@@ -68,19 +85,88 @@ def release_name(psus: PSUs | None) -> str:
     return ROW_MEAT if psus is None else PSU_TOTALS
 
 
+@dataclass(frozen=True)
+class DesignMeat:
+    """A released design-based meat (PSD) with what its precision needs: the noisy pieces it was made of.
+
+    ``centred`` holds, per stratum of two PSUs or more, the noisy totals centred at their mean (rows as
+    PSUs: None); ``noise_variance`` the variance of each released entry's Laplace noise; ``factor`` the
+    rows' ``n / (n - 1)``; ``design_df`` the design's degrees of freedom: PSUs less strata, or n - 1.
+    """
+
+    meat: np.ndarray
+    noise_variance: float
+    design_df: int
+    centred: tuple[np.ndarray, ...] | None = None
+    factor: float = 1.0
+
+    def degrees_of_freedom(self, a: np.ndarray) -> float:
+        """Satterthwaite's degrees of freedom of the variance ``a' M a`` (module docstring, "Intervals")."""
+        v = float(a @ self.meat @ a)
+        if v <= 0.0:
+            return MIN_DF
+        if self.centred is None:
+            rows, cols = np.triu_indices(a.size)
+            along = np.where(rows == cols, 1.0, 2.0) * a[rows] * a[cols]  # each released entry's part in a' M a
+            noise = self.factor**2 * self.noise_variance * float(along @ along)
+        else:
+            sigma2 = self.noise_variance * float(a @ a)
+            noise = 0.0
+            for members in self.centred:
+                m = members.shape[0]
+                spread = max(float(np.sum((members @ a) ** 2)) - (m - 1) * sigma2, 0.0)
+                noise += (m / (m - 1)) ** 2 * (4.0 * sigma2 * spread + LAPLACE_FOURTH * (m - 1) * sigma2**2)
+        return max(MIN_DF, 1.0 / (1.0 / max(self.design_df, 1) + noise / (2.0 * v * v)))
+
+
+MIN_DF = 1.0
+"""The fewest degrees of freedom a variance is given (Cauchy intervals: wide, but finite)."""
+LAPLACE_FOURTH = 5.0
+"""``Var(nu^2) / Var(nu)^2`` for a Laplace ``nu`` (its fourth moment is 6 sigma^4): an upper bound for a sum of
+independent Laplace coordinates, whose kurtosis is smaller."""
+
+
 def release_meat(
     rng: np.random.Generator, scores: np.ndarray, bound: ScoreBound, eps: float, psus: PSUs | None
-) -> np.ndarray:
+) -> DesignMeat:
     """The design-based meat of the rows' weighted ``scores`` (n x k), released at ``eps`` (module docstring)."""
     n, k = scores.shape
     if psus is None:
-        noisy = laplace_mechanism(rng, upper_triangle(scores.T @ scores), row_meat_sensitivity(bound), eps, ROW_MEAT)
-        return nearest_psd(from_upper_triangle(np.atleast_1d(noisy), k) * n / max(n - 1, 1))
+        sensitivity = row_meat_sensitivity(bound)
+        noisy = laplace_mechanism(rng, upper_triangle(scores.T @ scores), sensitivity, eps, ROW_MEAT)
+        factor = n / max(n - 1, 1)
+        meat = nearest_psd(from_upper_triangle(np.atleast_1d(noisy), k) * factor)
+        return DesignMeat(meat, 2.0 * (sensitivity / eps) ** 2, n - 1, factor=factor)
     totals = np.zeros((psus.count, k))
     np.add.at(totals, psus.codes, scores)
     scale = psu_sensitivity(bound) / eps
     noisy = np.asarray(laplace_mechanism(rng, totals.ravel(), psu_sensitivity(bound), eps, PSU_TOTALS))
-    return nearest_psd(stratified_meat(noisy.reshape(psus.count, k), psus.stratum, 2.0 * scale**2))
+    noisy = noisy.reshape(psus.count, k)
+    centred = tuple(
+        members - members.mean(axis=0)
+        for members in (noisy[psus.stratum == h] for h in np.unique(psus.stratum))
+        if members.shape[0] >= 2
+    )
+    meat = nearest_psd(stratified_meat(noisy, psus.stratum, 2.0 * scale**2))
+    return DesignMeat(meat, 2.0 * scale**2, sum(c.shape[0] - 1 for c in centred), centred)
+
+
+def studentised(rng: np.random.Generator, dfs: np.ndarray, size: int) -> np.ndarray:
+    """``size`` rows of factors ``sqrt(df_j / chi2_{df_j})``, one uniform per row for all columns (comonotone):
+    multiplied into normal draws of a sandwich's law they give each coordinate Student's t law with its
+    degrees of freedom (post-processing)."""
+    uniform = noise.uniform(rng, 0.0, 1.0, size)[:, None]
+    dfs = np.asarray(dfs, dtype=float)[None, :]
+    with np.errstate(divide="ignore"):
+        return np.sqrt(dfs / chi2.ppf(uniform, dfs))
+
+
+def t_draws(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray, dfs: np.ndarray, size: int) -> np.ndarray:
+    """``size`` draws of ``mean`` plus normal draws of ``cov`` scaled by :func:`studentised` factors: each
+    coordinate ``j`` Student's t with ``dfs[j]`` degrees of freedom and scale ``sqrt(cov[j, j])``."""
+    values, vectors = np.linalg.eigh(0.5 * (cov + cov.T))
+    normal = noise.gaussian(rng, 1.0, (size, mean.size)) @ (vectors * np.sqrt(np.maximum(values, 0.0))).T
+    return mean + studentised(rng, dfs, size) * normal
 
 
 def stratified_meat(totals: np.ndarray, stratum: np.ndarray, noise_variance: float = 0.0) -> np.ndarray:

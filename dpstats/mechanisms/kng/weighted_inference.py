@@ -146,7 +146,7 @@ def release_pieces(
         terms, factor = (residuals >= 0).astype(float) - tau, max(tau, 1.0 - tau)
     scores = (rows.w * terms)[:, None] * rows.X
     bound = score_bound(rows.bounds, rows.weight_max, factor)
-    meat = design_meat.release_meat(rng, scores, bound, parts[design_meat.release_name(rows.psus)], rows.psus)
+    meat = design_meat.release_meat(rng, scores, bound, parts[design_meat.release_name(rows.psus)], rows.psus).meat
     return H, meat
 
 

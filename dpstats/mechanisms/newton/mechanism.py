@@ -36,7 +36,7 @@ from ...design.matrix import Design
 from ...glm.links import Link, get_link
 from ...privacy import noise
 from ...privacy.accounting import PrivacySpent
-from ...uncertainty.design_meat import ScoreBound, release_meat, release_name
+from ...uncertainty.design_meat import DesignMeat, release_meat, release_name, t_draws
 from ..base import PrivacyRequest, Release, refuse_rho
 from .inference import Iteration, privacy_second_moment
 from .scaling import BoxScale
@@ -47,10 +47,9 @@ from .steps import (
     newton_step,
     noise_floor,
     noisy_curvature,
-    noisy_meat,
     noisy_score,
     repaired,
-    score_clip,
+    score_bound,
     score_rows,
     score_sensitivity,
 )
@@ -78,6 +77,8 @@ SHRINKAGE = (
     "(dpstats/mechanisms/newton/steps.py): there the noisy steps are shortened and the iteration has not reached "
     "the MLE"
 )
+REPLICATES = 2000
+"""Draws of a weighted fit's law for its intervals (module docstring; post-processing)."""
 MEAT_SHARE = 0.1
 """With survey weights, the part of eps the weighted scores' outer products (the sandwich's meat) spend."""
 SE_NOTE_WEIGHTED = (
@@ -173,21 +174,27 @@ def fit(
     )
     weakest = min(weakest, _least_eigenvalue(curvature) / last_floor)  # the bound's and the last curvature's
     information = repaired(curvature, floor)  # not raised to the noise's floor: that would shrink the SEs
-    privacy_part = privacy_second_moment(gram, information, theta, run, noise.postprocessing_rng(rng))
+    post = noise.postprocessing_rng(rng)
+    privacy_part = privacy_second_moment(gram, information, theta, run, post)
     inverse = np.linalg.inv(information)
     split = [
         ("scores", parts["unit"] * (steps + newton - 2) + parts["last score"]),
         ("curvatures", parts["gram"] + parts["unit"] * (newton - 1) + parts["curvature"]),
     ]
+    J = scale.jacobian()
+    replicates = None
     if weighted:  # the design-based (weighted sandwich) covariance of the weighted MLE
         eps_meat = float(privacy.eps) - eps_point
         meat = _design_meat(binary, rows, theta, eps_meat, rng, design)
-        sampling = inverse @ meat @ inverse
+        sampling = inverse @ meat.meat @ inverse
         note = SE_NOTE_WEIGHTED if design.psus is None else SE_NOTE_PSUS.format(psus=design.psus.description)
         split.append((release_name(design.psus), eps_meat))
+        directions = inverse @ J.T  # a' M a is the sampling variance of each coefficient in the user's units
+        dfs = np.array([meat.degrees_of_freedom(directions[:, j]) for j in range(p)])
+        replicates = t_draws(post, J @ theta, J @ sampling @ J.T, dfs, REPLICATES)
+        replicates += t_draws(post, np.zeros(p), J @ privacy_part @ J.T, np.full(p, np.inf), REPLICATES)
     else:
         sampling, note = inverse, SE_NOTE
-    J = scale.jacobian()
     return Release(
         params=J @ theta,
         cov=J @ (sampling + privacy_part) @ J.T,
@@ -195,23 +202,20 @@ def fit(
         se_note=note,
         hyperparameters={"steps": steps, "newton steps": newton},
         bias=SHRINKAGE if weakest < WEAK else None,
+        replicates=replicates,
+        interval="percentile",
     )
 
 
 def _design_meat(
     binary: Link, rows: Sample, theta: np.ndarray, eps: float, rng: np.random.Generator, design: Design
-) -> np.ndarray:
-    """The released design-based meat at ``theta``: the weighted scores' outer products (one PSU per row), or
-    the declared PSUs' score totals (dpstats/uncertainty/design_meat.py). A row's clipped weighted score
-    ``w psi z`` has at most one nonzero entry per one-hot block, each at most ``w_max c`` in absolute value."""
-    if design.psus is None:
-        return repaired(noisy_meat(binary, rows, theta, eps, rng), 0.0)
+) -> DesignMeat:
+    """The released design-based meat at ``theta`` (dpstats/uncertainty/design_meat.py): the weighted scores'
+    outer products (one PSU per row), or the declared PSUs' score totals."""
     weights = np.ones(len(rows.y)) if rows.weights is None else rows.weights
     scores = weights[:, None] * score_rows(binary, rows.Z, rows.y, theta)
-    blocks = design.one_hot_blocks
-    groups = rows.Z.shape[1] - sum(len(b) for b in blocks) + len(blocks)
-    largest = rows.weight_max * score_clip(binary)
-    return release_meat(rng, scores, ScoreBound(largest * groups, largest**2 * groups), eps, design.psus)
+    bound = score_bound(binary, rows.Z.shape[1], design.one_hot_blocks, rows.weight_max)
+    return release_meat(rng, scores, bound, eps, design.psus)
 
 
 def _least_eigenvalue(matrix: np.ndarray) -> float:

@@ -23,9 +23,9 @@ tests/test_newton.py checks them by brute force over the box's corners.
 
 With survey weights (``Sample.weights``, each in its declared range ``[0, W]``) every
 row's terms are multiplied by its weight, so each sensitivity is multiplied by ``W``;
-the weighted sandwich's meat ``sum_i w_i^2 psi_i^2 z_i z_i'`` has entries in
-``[-(W c)^2, (W c)^2]`` per row (tests/test_weights.py, with a replay in which a row's
-weight moves from 0 to ``W``).
+the weighted sandwich's meat is released from the scores ``w_i psi_i z_i``, each bounded by
+:func:`score_bound` (dpstats/uncertainty/design_meat.py; tests/test_weights.py, with a replay in
+which a row's weight moves from 0 to ``W``).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import numpy as np
 
 from ...glm.links import Link
 from ...privacy import noise
+from ...uncertainty.design_meat import ScoreBound
 
 PROBIT_CLIP = 3.0
 CURVATURE_MAX = {"logit": 0.25, "probit": 1.0}
@@ -85,10 +86,12 @@ def curvature_sensitivity(link: Link, p: int, weight_max: float = 1.0) -> float:
     return 2.0 * weight_max * CURVATURE_MAX[link.name] * p * (p + 1) / 2
 
 
-def meat_sensitivity(link: Link, p: int, weight_max: float) -> float:
-    """The L1 sensitivity of the weighted scores' outer products ``sum_i w_i^2 psi_i^2 z_i z_i'`` on their upper
-    triangle: each entry of a row lies in ``[-(w_max c)^2, (w_max c)^2]``."""
-    return 2.0 * (weight_max * score_clip(link)) ** 2 * p * (p + 1) / 2
+def score_bound(link: Link, p: int, blocks: tuple[tuple[int, ...], ...], weight_max: float = 1.0) -> ScoreBound:
+    """Bounds on a row's clipped weighted score ``w psi_c z`` (dpstats/uncertainty/design_meat.py): at most one
+    nonzero entry per one-hot block, every entry at most ``w_max c`` in absolute value."""
+    groups = p - sum(len(b) for b in blocks) + len(blocks)
+    largest = weight_max * score_clip(link)
+    return ScoreBound(largest * groups, largest**2 * groups)
 
 
 def noisy_score(link: Link, rows: Sample, theta, eps, blocks, rng) -> np.ndarray:
@@ -116,15 +119,6 @@ def noisy_curvature(link: Link, rows: Sample, theta, eps, rng) -> np.ndarray:
     terms = terms if rows.weights is None else terms * rows.weights
     sensitivity = curvature_sensitivity(link, rows.Z.shape[1], rows.weight_max)
     return _released_matrix(rng, terms, rows.Z, sensitivity, eps, "newton curvature")
-
-
-def noisy_meat(link: Link, rows: Sample, theta: np.ndarray, eps: float, rng) -> np.ndarray:
-    """The released ``sum_i w_i^2 psi_i^2 z_i z_i'`` at ``theta``: the weighted sandwich's meat (HC0)."""
-    c = score_clip(link)
-    psi = np.clip(link.score_factor(rows.y, rows.Z @ theta), -c, c)
-    terms = np.square(psi * (1.0 if rows.weights is None else rows.weights))
-    sensitivity = meat_sensitivity(link, rows.Z.shape[1], rows.weight_max)
-    return _released_matrix(rng, terms, rows.Z, sensitivity, eps, "newton meat")
 
 
 def noise_floor(link: Link, p: int, eps: float, weight_max: float = 1.0) -> float:

@@ -21,15 +21,21 @@ counts are released.
 The standard errors, with ``se_share`` of eps (default 0.2). The design-based
 (linearisation) sandwich ``B^{-1} M B^{-1}``: B the released ``W'WW``, M the meat of
 the rows' weighted scores ``s_i = w_i r_i Z_i`` (``Z_i`` without its response column,
-``r_i`` the residual at the released estimate, clipped to ``[-1, 1]``: every row whose
-fitted value lies within half the response's range of it keeps its residual), released
-by dpstats/uncertainty/design_meat.py: the scores' outer products (one PSU per row,
-R survey's weighted sandwich without clusters), or the declared PSUs' totals, centred
-within strata (``cluster=``, ``strata=``: svyglm's linearisation). A row's score has
-at most one nonzero entry per block (at most 1) and continuous entries at most 1/2,
-times ``W``. Then the privacy noise: a parametric bootstrap of refits through the
-release's noise (:func:`.structured.noisy_refits`), as the unweighted fit's
-(dpstats/mechanisms/noisystats/inference.py): the covariance adds the refits' departures
+``r_i`` the residual at the released estimate). ``SCALE_SHARE`` of the share releases
+the residuals' weighted mean absolute value (each taken at most ``RESIDUAL_BOUND``, half
+the response's range beyond its fitted value), and the meat clips the residuals at
+``CLIP_SCALES`` times it over the released weights' total: a bound of the residuals'
+own size, not the response's range, so that the meat's noise is that much smaller.
+The meat is released by dpstats/uncertainty/design_meat.py: the scores' outer products
+(one PSU per row, R survey's weighted sandwich without clusters), or the declared PSUs'
+totals, centred within strata (``cluster=``, ``strata=``: svyglm's linearisation). A
+row's score has at most one nonzero entry per block (at most 1) and continuous entries at
+most 1/2, times ``W`` and the clipping bound. Then the privacy noise: a parametric
+bootstrap of refits through the release's noise (:func:`.structured.noisy_refits`), as
+the unweighted fit's
+(dpstats/mechanisms/noisystats/inference.py), from Student's t draws of the sandwich with
+each coefficient's degrees of freedom (the design's, lowered by the meat's noise:
+dpstats/uncertainty/design_meat.py): the covariance adds the refits' departures
 from their draws to the sandwich, and the intervals are the refits' percentiles.
 """
 
@@ -40,7 +46,7 @@ import numpy as np
 from ...design.matrix import CenteredUnitScale, Design, place_coefficients
 from ...privacy import noise
 from ...privacy.accounting import PrivacySpent
-from ...uncertainty.design_meat import ScoreBound, release_meat, release_name
+from ...uncertainty.design_meat import DesignMeat, ScoreBound, release_meat, release_name, t_draws
 from ...uncertainty.intervals import infinite_cov
 from ..base import PrivacyRequest, Release, failed_release
 from . import inference, repair, structured
@@ -49,7 +55,17 @@ from .outputs import NO_SE_NOTE, design_order, is_positive_definite, noisystats_
 NAME = "W'WW, W'Wy"
 """The point's release (in the budget's split)."""
 RESIDUAL_BOUND = 1.0
-"""Where the meat's residuals are clipped, on the unit scale (module docstring)."""
+"""The most a residual is taken to be, on the unit scale (module docstring)."""
+SCALE_SHARE = 0.25
+"""The part of the standard errors' budget spent on the residuals' scale."""
+CLIP_SCALES = 5.0
+"""The meat's residuals are clipped at this many times their released mean absolute value, or more where the
+budget allows (``CLIP_GROWTH``)."""
+CLIP_GROWTH = 0.1
+"""The clip, in mean absolute residuals, is at least ``CLIP_GROWTH sqrt(n eps) mean(w) / W`` (public and released
+facts): at a fixed clip the meat's noise relative to it falls like ``1 / (n eps)``, so the clip widens, and its bias
+vanishes, as the budget grows; at eps 1e9 nothing is clipped."""
+SCALE_NAME = "SE: residual scale"
 SE_NOTE = (
     "Design-based standard errors: the weighted sandwich around the released weighted scores' {meat}, as R "
     "survey's svyglm ({design}), and the privacy noise (the release's noise re-drawn in {replicates} refits, a "
@@ -70,11 +86,13 @@ def sensitivity(layout: structured.Layout, blocks: tuple[tuple[int, ...], ...], 
     return weight_max * structured.structured_sensitivity(layout.p - in_block, tuple(len(b) for b in blocks))
 
 
-def score_bound(layout: structured.Layout, blocks: tuple[tuple[int, ...], ...], weight_max: float) -> ScoreBound:
+def score_bound(
+    layout: structured.Layout, blocks: tuple[tuple[int, ...], ...], weight_max: float, residual_bound: float
+) -> ScoreBound:
     """Bounds on a row's weighted score ``w r Z`` (module docstring): one entry of at most 1 per block, the
-    continuous columns' at most 1/2, all times ``W RESIDUAL_BOUND``."""
+    continuous columns' at most 1/2, all times ``W`` and the residuals' bound."""
     continuous = layout.p - sum(len(b) for b in blocks)
-    largest = weight_max * RESIDUAL_BOUND
+    largest = weight_max * residual_bound
     return ScoreBound(largest * (len(blocks) + continuous / 2), largest**2 * (len(blocks) + continuous / 4))
 
 
@@ -91,7 +109,8 @@ def fit_weighted(design: Design, privacy: PrivacyRequest, rng: np.random.Generat
     layout = structured.Layout.of(p, blocks)
     weight_max = float(design.weight_bounds[1])
     eps_point = eps * (1.0 - share)
-    split = ((NAME, eps_point),) if share == 0 else ((NAME, eps_point), (release_name(design.psus), eps * share))
+    se_parts = ((SCALE_NAME, eps * share * SCALE_SHARE), (release_name(design.psus), eps * share * (1 - SCALE_SHARE)))
+    split = ((NAME, eps_point),) if share == 0 else ((NAME, eps_point), *se_parts)
     spent = PrivacySpent(notion="pure", eps=eps, split=split)
     note = SE_NOTE.format(
         meat="outer products" if design.psus is None else "PSU totals",
@@ -120,37 +139,66 @@ def fit_weighted(design: Design, privacy: PrivacyRequest, rng: np.random.Generat
         nan = np.full((p + 1, p + 1), np.nan)
         return noisystats_release(params, nan, None, spent, NO_SE_NOTE, noisy_stats, bias)
     Z = layout.rows_of(U, v)
-    residuals = np.clip(Z[:, -1] - Z[:, :-1] @ theta, -RESIDUAL_BOUND, RESIDUAL_BOUND)
-    scores = (design.weights * residuals)[:, None] * Z[:, :-1]
-    meat = release_meat(rng, scores, score_bound(layout, blocks, weight_max), eps * share, design.psus)
+    residuals = Z[:, -1] - Z[:, :-1] @ theta
+    bound = _residual_bound(
+        rng, residuals, design.weights, weight_max, noisy_stats["sum of weights"], se_parts[0][1], se_parts[1][1]
+    )
+    scores = (design.weights * np.clip(residuals, -bound, bound))[:, None] * Z[:, :-1]
+    meat = release_meat(rng, scores, score_bound(layout, blocks, weight_max, bound), se_parts[1][1], design.psus)
     cov, replicates = _uncertainty(noise.postprocessing_rng(rng), wtw, meat, theta, layout, noise_scale, floor)
     jacobian, offset = scale.jacobian(), scale.offset()
-    cov_user = (jacobian @ cov @ jacobian.T)[np.ix_(order, order)]
-    replicates = None if replicates is None else (replicates @ jacobian.T + offset)[:, order]
+    with np.errstate(all="ignore"):
+        cov_user = (jacobian @ cov @ jacobian.T)[np.ix_(order, order)]
+        replicates = None if replicates is None else (replicates @ jacobian.T + offset)[:, order]
     return noisystats_release(params, cov_user, replicates, spent, note, noisy_stats, bias)
+
+
+def _residual_bound(
+    rng: np.random.Generator,
+    residuals: np.ndarray,
+    weights: np.ndarray,
+    weight_max: float,
+    total_weight: float,
+    eps: float,
+    eps_meat: float,
+) -> float:
+    """Where the meat clips the residuals: ``CLIP_SCALES`` (or ``CLIP_GROWTH``'s growth) times their weighted
+    mean absolute value, released (``sum_i w_i min(|r_i|, 1)`` moves by at most ``W`` when a row is replaced)
+    over the released weights' total; the whole ``RESIDUAL_BOUND`` where the release is not positive
+    (post-processing of both)."""
+    n = residuals.size
+    total = float(weights @ np.minimum(np.abs(residuals), RESIDUAL_BOUND))
+    noisy = float(noise.laplace_mechanism(rng, total, weight_max * RESIDUAL_BOUND, eps, SCALE_NAME))
+    if not (noisy > 0 and total_weight > 0):
+        return RESIDUAL_BOUND
+    scales = max(CLIP_SCALES, CLIP_GROWTH * np.sqrt(n * eps_meat) * total_weight / (n * weight_max))
+    return float(min(RESIDUAL_BOUND, scales * noisy / total_weight))
 
 
 def _uncertainty(
     rng: np.random.Generator,
     wtw: np.ndarray,
-    meat: np.ndarray,
+    meat: DesignMeat,
     theta: np.ndarray,
     layout: structured.Layout,
     noise_scale: float,
     floor: float | None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The covariance of (intercept, slopes) on the unit scale and the bootstrap's refits (post-processing):
-    draws from the design-based sandwich, pushed through the release's noise (module docstring). The covariance
+    Student's t draws of the design-based sandwich, each coefficient with its degrees of freedom
+    (dpstats/uncertainty/design_meat.py), pushed through the release's noise (module docstring). The covariance
     is the sandwich itself plus the refits' departures from their draws (the privacy error's), so that it is
     the sandwich exactly where the noise vanishes."""
     to_unit, shift = layout.to_unit()
     p = theta.size
     with np.errstate(all="ignore"):
         inverse = np.linalg.inv(wtw)
-        sampling = to_unit @ (inverse @ meat @ inverse) @ to_unit.T
+        sampling = to_unit @ (inverse @ meat.meat @ inverse) @ to_unit.T
         if not np.all(np.isfinite(sampling)):
             return infinite_cov(p), None
-        draws = inference.normal_draws(rng, to_unit @ theta + shift, sampling, inference.REPLICATES)
+        directions = inverse @ to_unit.T
+        dfs = np.array([meat.degrees_of_freedom(directions[:, j]) for j in range(p)])
+        draws = t_draws(rng, to_unit @ theta + shift, sampling, dfs, inference.REPLICATES)
         refits = structured.noisy_refits(rng, wtw, draws, layout, noise_scale, floor)
         privacy_cov, replicates = inference.finish(refits - draws)
     if replicates is None:
