@@ -76,13 +76,21 @@
   lapply(bounds, function(b) as.numeric(b))
 }
 
-.check_levels <- function(levels) {
+# The cluster's levels may be the survey's PSUs as (stratum, cluster) pairs, list(c(75, 1), c(75, 2), ...):
+# each pair becomes text, as the design's columns are sent (dpstats/frontend/survey.py).
+.check_levels <- function(levels, cluster = NULL) {
   levels <- .check_named_list(levels, "levels")
   for (nm in names(levels)) {
     l <- levels[[nm]]
     if (is.factor(l)) l <- as.character(l)
-    if (!is.atomic(l) || length(l) == 0L) stop("levels$", nm, " must be a non-empty vector of levels", call. = FALSE)
-    if (anyNA(l)) stop("levels$", nm, " must not contain NA", call. = FALSE)
+    pairs <- is.list(l) && length(l) > 0L && all(vapply(l, function(p) is.atomic(p) && length(p) == 2L, NA))
+    if (pairs && identical(nm, cluster)) {
+      l <- lapply(l, as.character)
+    } else if (!is.atomic(l) || length(l) == 0L) {
+      stop("levels$", nm, " must be a non-empty vector of levels",
+           if (pairs) " (a list of (stratum, cluster) pairs declares the PSUs of cluster =)", call. = FALSE)
+    }
+    if (anyNA(l, recursive = TRUE)) stop("levels$", nm, " must not contain NA", call. = FALSE)
     if (anyDuplicated(as.character(l))) stop("levels$", nm, " has duplicated levels", call. = FALSE)
     levels[[nm]] <- l
   }
@@ -138,7 +146,7 @@
     stop("random_state must be NULL or one integer", call. = FALSE)
   }
   bounds <- .check_bounds(bounds)
-  levels <- .check_levels(levels)
+  levels <- .check_levels(levels, survey$cluster)
   if (!is.null(budget)) {  # refused before any column is read or sent
     first <- .interop()$check_budget_first(budget$state, estimator, eps, delta, method,
                                            if (length(options)) options else NULL)
@@ -274,7 +282,10 @@
 #' @param cluster,strata with \code{weights}, the survey's PSU and stratum columns (bare, as strings, or as
 #'   \code{~psu} as in \code{svydesign(ids = ~psu, strata = ~st)}), their levels declared in \code{levels}; PSUs
 #'   are nested within strata (\code{nest = TRUE}) and the standard errors are survey::svyglm's linearisation
-#'   ones, with the privacy noise included.
+#'   ones, with the privacy noise included. The cluster's levels are its codes, every stratum having a PSU of
+#'   each, or the design's PSUs as (stratum, cluster) pairs, the survey's published list
+#'   (\code{levels = list(psu = unique(Map(c, d$st, d$psu)), st = ...)}): a declared PSU without rows counts
+#'   as one with a score total of 0, so declare the sample's PSUs.
 #' @param ... the mechanism's hyperparameters, \code{se_share}: the part of eps spent on standard
 #'   errors (NULL for the mechanism's default, 0 for none: then they are NaN), and \code{target} and
 #'   \code{force}: \code{method = "auto"} refuses, before any data are sent and with nothing charged, a

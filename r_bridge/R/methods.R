@@ -251,6 +251,11 @@ summary.dpstats_fit <- function(object, level = 0.95, ...) {
   cat(formatC(paste0(label, ":"), width = -width), value, "\n", sep = "")
 }
 
+# One variable's declared levels in words; a survey's PSUs declared as pairs as "(75, 1), (75, 2), ...".
+.format_levels <- function(l) {
+  paste(if (is.list(l)) sprintf("(%s)", vapply(l, paste, "", collapse = ", ")) else l, collapse = ", ")
+}
+
 #' @rdname dpstats_fit
 #' @export
 print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
@@ -286,7 +291,7 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
   .field("Declared bounds", if (length(b)) paste(sprintf("%s in [%s, %s]", names(b), vapply(b, function(v) format(v[[1]]), ""),
                                                           vapply(b, function(v) format(v[[2]]), "")), collapse = ", ") else "none")
   if (length(x$levels)) {
-    .field("Declared levels", paste(sprintf("%s: %s", names(x$levels), vapply(x$levels, function(l) paste(l, collapse = ", "), "")),
+    .field("Declared levels", paste(sprintf("%s: %s", names(x$levels), vapply(x$levels, .format_levels, "")),
                                     collapse = "; "))
   }
   for (cv in x$privacy$caveats) .field("Caveat", cv)

@@ -27,8 +27,9 @@
 }
 
 # The survey's columns added to those sent (the weights as numbers, the PSUs and strata as text, their levels
-# declared), with the options naming them under their Python names and the declared levels of the design's
-# columns; an error when a name is not a column of data.
+# declared: the cluster's codes, or the PSUs as (stratum, cluster) pairs of text), with the options naming them
+# under their Python names and the declared levels of the design's columns; an error when a name is not a column
+# of data.
 .send_survey <- function(survey, data, columns, levels) {
   py <- .python_names(names(data))
   options <- list()
@@ -40,7 +41,10 @@
            call. = FALSE)
     }
     py_col <- py[[col]]
-    if (what != "weights" && !is.null(levels[[col]])) design_levels[[py_col]] <- as.list(as.character(levels[[col]]))
+    l <- levels[[col]]
+    if (what != "weights" && !is.null(l)) {
+      design_levels[[py_col]] <- if (is.list(l)) lapply(l, as.list) else as.list(as.character(l))
+    }
     if (!py_col %in% names(columns)) columns[[py_col]] <- .column_record(data[[col]], col, as_character = what != "weights")
     options[[what]] <- py_col
   }

@@ -29,6 +29,30 @@ test_that("dp_glm with weights, cluster and strata is svyglm's fit, coefficients
   expect_equal(sqrt(diag(vcov(fit))), survey::SE(ref), tolerance = 1e-4)
 })
 
+test_that("PSUs declared as (stratum, cluster) pairs give svyglm's SEs where strata have 3 and 2 PSUs", {
+  skip_if_no_dpstats()
+  skip_if_not_installed("survey")
+  d <- survey_sample()
+  d <- d[d$psu <= ifelse(d$st == "s1", 3L, 2L), ]  # s1 has PSUs 1 to 3, s2 and s3 PSUs 1 and 2
+  psus <- unique(Map(c, d$st, d$psu))  # the design's PSU list, as a survey publishes it
+  expect_length(psus, 7L)
+  paired <- list(st = c("s1", "s2", "s3"), psu = psus)
+  fit <- dp_glm(y ~ x1, data = d, eps = 1e9, bounds = SB, levels = paired, weights = wt, cluster = psu, strata = st,
+                random_state = 6)
+  ref <- survey::svyglm(y ~ x1, design = svy(d), family = quasibinomial())
+  expect_equal(coef(fit), coef(ref), tolerance = 1e-4)
+  expect_equal(sqrt(diag(vcov(fit))), survey::SE(ref), tolerance = 1e-4)
+  ols <- dp_ols(yc ~ x1, data = d, eps = 1e9, bounds = SB, levels = paired, weights = wt, cluster = psu, strata = st,
+                random_state = 6)
+  expect_equal(sqrt(diag(vcov(ols))), survey::SE(survey::svyglm(yc ~ x1, design = svy(d))), tolerance = 1e-4)
+  # PSU codes 1 to 3 crossed with every stratum count s2's and s3's empty third PSUs: not svyglm's SEs
+  crossed <- dp_glm(y ~ x1, data = d, eps = 1e9, bounds = SB, levels = list(st = c("s1", "s2", "s3"), psu = 1:3),
+                    weights = wt, cluster = psu, strata = st, random_state = 6)
+  expect_gt(max(abs(sqrt(diag(vcov(crossed))) / survey::SE(ref) - 1)), 0.01)
+  expect_error(dp_glm(y ~ x1, data = d, eps = 1, bounds = SB, levels = list(x1 = psus), weights = wt),
+               "pairs declares the PSUs of cluster")
+})
+
 test_that("the design's columns are named bare, as strings or as one-sided formulas, all alike", {
   skip_if_no_dpstats()
   d <- survey_sample()
