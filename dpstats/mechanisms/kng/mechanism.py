@@ -79,7 +79,7 @@ tests/test_kng.py and replayed on corner neighbours in tests/test_kng_privacy.py
   tests/test_kng_privacy.py shows the replay flagging that value.
 
 Survey weights (``design.weights``, each clipped row-wise to its declared range
-``[lo, W]`` with ``0 <= lo``; DESIGN.md section 2). The loss is the weighted one,
+``[lo, W]`` with ``0 <= lo``; docs/DESIGN.md section 2). The loss is the weighted one,
 ``sum_i w_i l_i(phi)``: weighted least squares (the gradient ``2 (X'WX phi - X'Wv)``,
 statsmodels' WLS at its minimum) and the weighted check loss (the gradient
 ``sum_i w_i x_i (1{v_i <= x_i'phi} - tau)``, R's ``quantreg::rq(weights=)`` at its

@@ -36,7 +36,7 @@ only that each model is a function of its own batch and of data-independent draw
    a double; Lemma 3.9; dpstats/mechanisms/tukey/exact_draw.py).
 
 Survey weights (``design.weights``, clipped row-wise to their declared range;
-DESIGN.md section 2): each batch fits the weighted estimator on its own rows
+docs/DESIGN.md section 2): each batch fits the weighted estimator on its own rows
 (weighted least squares, jackknifed with the weighted leave-one-out identity;
 the weighted check loss, R's ``quantreg::rq(weights=)``; the weighted MLE,
 survey::svyglm's point estimate), dpstats/mechanisms/tukey/models.py. The proof
