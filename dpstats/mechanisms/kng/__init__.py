@@ -44,4 +44,5 @@ SPEC = KNGSpec(
     check_request=check_request,
     distributed=frozenset({"ols"}),
     weighted=frozenset({"ols", "quantreg"}),
+    unweighted_reason="its weighted loss is built for least squares and the check loss, not the log-likelihood yet",
 )

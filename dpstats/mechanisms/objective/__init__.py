@@ -24,4 +24,8 @@ SPEC = MechanismSpec(
     fit=fit,
     se_share=se_share,
     check_request=check_request,
+    unweighted_reason=(
+        "objective perturbation's sensitivity (Chaudhuri et al. 2011) is for a loss whose every row is "
+        "1-Lipschitz; a weighted loss is W-Lipschitz, and that calibration is not built"
+    ),
 )
