@@ -31,6 +31,14 @@ semi-definite cone inflates it. Each cell's score is therefore scaled down to th
 ``CLIP_QUANTILE`` of the scores' L1 norms, the quantile taken under the fit's released
 weights (public). The few rows beyond it count at the radius: the meat is biased down
 by their excess alone.
+
+**The cap** (one PSU per row). A row's mass ``w_i / W`` is at most 1, so the rows' meat
+``sum_r (sum_{i in r} (w_i / W)^2) psi_r psi_r'`` is at most ``sum_r T_r psi_r psi_r'``
+with ``T_r`` the weighted count (in units of W): the Poisson meat of the counts. Where
+the weights' mean is far below W the released meat is mostly noise, and its projection
+onto the positive semi-definite cone would inflate it past that bound; it is brought
+between 0 and the bound at the fit's released weights (post-processing; a declared
+PSU's total, whose rows' scores may add up, has no such bound).
 """
 
 from __future__ import annotations
@@ -81,13 +89,29 @@ class CellMeat:
         if l1 == 0.0:  # every cell scores 0 (a public fact): so does every row
             return np.zeros((psi.shape[1], psi.shape[1]))
         bound = ScoreBound(l1, float(np.max(np.square(psi).sum(axis=1))))
-        return release_meat(self.rng, self.masses[:, None] * psi[self.cells], bound, self.eps, self.psus)
+        meat = release_meat(self.rng, self.masses[:, None] * psi[self.cells], bound, self.eps, self.psus).meat
+        if self.psus is not None:
+            return meat
+        return capped(meat, psi.T @ (mass[:, None] * psi))
 
     @property
     def note(self) -> str:
         """The standard errors' note on the weights and the design."""
         design = "one PSU per row" if self.psus is None else self.psus.description
         return WEIGHTED_NOTE.format(design=design)
+
+
+def capped(meat: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """``meat`` brought into ``0 <= meat <= upper`` (positive semi-definite order): the eigenvalues of
+    ``upper^{-1/2} meat upper^{-1/2}`` clipped to [0, 1] (module docstring, **The cap**)."""
+    values, vectors = np.linalg.eigh((upper + upper.T) / 2.0)
+    kept = values > max(float(values[-1]), 0.0) * 1e-12
+    if not kept.any():
+        return np.zeros_like(meat)
+    root, inverse = vectors[:, kept] * np.sqrt(values[kept]), vectors[:, kept] / np.sqrt(values[kept])
+    inner = inverse.T @ meat @ inverse
+    v, q = np.linalg.eigh((inner + inner.T) / 2.0)
+    return root @ (q * np.clip(v, 0.0, 1.0)) @ q.T @ root.T
 
 
 def sandwich(bread: np.ndarray, meat: np.ndarray) -> np.ndarray | None:
