@@ -120,6 +120,14 @@ intervals cover (up to 2 sd at n = 100,000); the binning bias is named as for
 the other fits. At eps = 1e9 with bins that hold one value each, the fit is
 statsmodels' Logit and Probit on fair (1e-6) with its HC0 standard errors.
 
+Survey weights (``weights=`` with a declared range ``[lo, W]``, every estimator): each row adds its weight to
+its cell's count and within-cell sums, with sensitivities 2W and mW, released in units of W
+(dpstats/mechanisms/histogram/survey_weights.py); the fit on the cells is the weighted fit of the binned data
+(WLS, the weighted MLE at eps = 1e9 where the cells hold one value each). Its intervals take the noise and the
+thresholding from the bootstrap above with the counts held fixed, and the rows' sampling error from a
+design-based meat released at the fit's cell scores with 0.1 of eps (dpstats/mechanisms/histogram/cell_meat.py;
+declared PSUs and strata as svyglm's).
+
 The public layout, the default number of bins (the paper's rule of thumb,
 section 4.3, its undersmoothing, and a cap on the expected weight of the
 noise in cells without rows), the bound cells and the thresholding rules are
