@@ -22,7 +22,7 @@ probability), then every row of a chosen PSU independently with probability
 
 * ``balanced``: ``m_h = 4`` in every stratum (80 PSUs), weights 30 to 167 (ratio 5.6), n about 5,800;
 * ``unbalanced``: ``m_h`` = 2, 3, 4, 5, 6, 2, ... (80 PSUs), weights 24 to 170 (ratio 7.0), n about 5,700.
-  The PSU column's declared levels are 0..5, so a stratum with fewer PSUs has declared PSUs without rows.
+  The PSUs are declared as the design's (stratum, PSU) pairs, so no declared PSU is without rows.
 
 On each sample, for each estimator (``ESTIMATORS``: one line each) and each eps in
 ``EPSILONS`` (1e9, the non-private limit, and 5), four fits of the same sample:
@@ -111,10 +111,11 @@ class SurveyDesign:
         """The declared upper end of the weights: a public constant above the largest weight, rounded up."""
         return float(10 * math.ceil(self.stratum_weights.max() / 10 + 0.5))
 
-    def declared(self) -> dict[str, dict[str, list[int]]]:
-        """The declared levels of the PSU columns: ``psu`` 0..max(m_h)-1, ``stratum`` and ``psu_id``."""
+    def declared(self) -> dict[str, list]:
+        """The declared levels of the PSU columns: ``psu`` the design's (stratum, PSU) pairs, ``stratum`` and
+        ``psu_id``."""
         return {
-            "psu": list(range(max(self.psus))),
+            "psu": [(h, c) for h, m in enumerate(self.psus) for c in range(m)],
             "stratum": list(range(H)),
             "psu_id": list(range(sum(self.psus))),
         }
