@@ -85,17 +85,21 @@ def _grid_rows(continuous: int, block_sizes: tuple[int, ...]):
                 yield np.array([*dummies, *cont]), v
 
 
-@pytest.mark.parametrize("continuous, block_sizes", [(1, ()), (2, ()), (1, (2,)), (1, (1, 2)), (0, (2,))])
-def test_the_weighted_sensitivity_holds_for_every_pair_of_grid_rows_with_weights_zero_and_the_maximum(
-    continuous, block_sizes
-):
-    p = continuous + sum(block_sizes)
+def _layout(continuous: int, block_sizes: tuple[int, ...]) -> tuple[structured.Layout, tuple[tuple[int, ...], ...]]:
+    """The weighted release's layout for the blocks (first) and continuous columns, and its blocks."""
     blocks, start = [], 0
     for size in block_sizes:
         blocks.append(tuple(range(start, start + size)))
         start += size
     blocks = tuple(blocks) or ((),)
-    layout = structured.Layout.of(p, blocks)
+    return structured.Layout.of(continuous + sum(block_sizes), blocks), blocks
+
+
+@pytest.mark.parametrize("continuous, block_sizes", [(1, ()), (2, ()), (1, (2,)), (1, (1, 2)), (0, (2,))])
+def test_the_weighted_sensitivity_holds_for_every_pair_of_grid_rows_with_weights_zero_and_the_maximum(
+    continuous, block_sizes
+):
+    layout, blocks = _layout(continuous, block_sizes)
     w_max = 7.0
     values = [layout.values(u[None, :], np.array([v]), np.array([w]))
               for u, v in _grid_rows(continuous, block_sizes) for w in (0.0, w_max)]  # fmt: skip
@@ -108,13 +112,7 @@ def test_the_weighted_sensitivity_holds_for_every_pair_of_grid_rows_with_weights
 
 @pytest.mark.parametrize("continuous, block_sizes", [(2, ()), (1, (2,)), (1, (1, 2))])
 def test_every_rows_weighted_score_is_within_its_declared_bounds(continuous, block_sizes):
-    p = continuous + sum(block_sizes)
-    blocks, start = [], 0
-    for size in block_sizes:
-        blocks.append(tuple(range(start, start + size)))
-        start += size
-    blocks = tuple(blocks) or ((),)
-    layout = structured.Layout.of(p, blocks)
+    layout, blocks = _layout(continuous, block_sizes)
     bound = weighted.score_bound(layout, blocks, 7.0, 0.3)
     for u, v in _grid_rows(continuous, block_sizes):
         Z = layout.rows_of(u[None, :], np.array([v]))[0, :-1]

@@ -237,12 +237,10 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     u_total, v_total = layout.totals(wtw)[1:], layout.totals(wtv)  # S_xx and S_xy do not depend on the centring
     s_xx = wtw[1:, 1:] - np.outer(u_total, u_total) / n
     noisy_stats = _user_unit_stats(scale, s_xx, wtv[1:] - u_total * v_total / n)
-    floor = structured.floor(layout, noise_scale) if repairs else None
-    bias = None if floor is None else repair.floor_bias(wtw, floor)
-    if floor is not None:
-        wtw = repair.repaired(wtw, floor)
-    elif not is_positive_definite(wtw):
+    solved, floor, bias = structured.repaired_gram(wtw, layout, noise_scale, repairs)
+    if solved is None:
         return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
+    wtw = solved
     to_unit, shift = layout.to_unit()
     coef_unit = to_unit @ np.linalg.solve(wtw, wtv) + shift
     theta = scale.jacobian() @ coef_unit + scale.offset()

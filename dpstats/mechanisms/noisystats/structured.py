@@ -80,6 +80,7 @@ import numpy as np
 
 from ...privacy import noise
 from . import repair
+from .outputs import is_positive_definite
 
 NAME = "W'W, W'y"
 """The name of the point's release (in the budget split)."""
@@ -238,6 +239,17 @@ def privacy_covariance(coef: np.ndarray, wtw: np.ndarray, layout: Layout, scale:
 def floor(layout: Layout, scale: float) -> float:
     """The repair's floor for the released ``W'W`` at Laplace ``scale`` (dpstats/mechanisms/noisystats/repair.py)."""
     return scale * repair.norm_quantile(*layout.gram_pattern())
+
+
+def repaired_gram(
+    wtw: np.ndarray, layout: Layout, scale: float, repairs: bool
+) -> tuple[np.ndarray | None, float | None, str | None]:
+    """The released ``W'W`` to solve with, the repair's floor and the bias it names (None, None, None without
+    ``repairs``: the matrix as released, or None where it is not positive definite, the paper's failure)."""
+    if not repairs:
+        return (wtw if is_positive_definite(wtw) else None), None, None
+    threshold = floor(layout, scale)
+    return repair.repaired(wtw, threshold), threshold, repair.floor_bias(wtw, threshold)
 
 
 def noisy_refits(

@@ -49,8 +49,8 @@ from ...privacy.accounting import PrivacySpent
 from ...uncertainty.design_meat import DesignMeat, ScoreBound, release_meat, release_name, t_draws
 from ...uncertainty.intervals import infinite_cov
 from ..base import PrivacyRequest, Release, failed_release
-from . import inference, repair, structured
-from .outputs import NO_SE_NOTE, design_order, is_positive_definite, noisystats_release
+from . import inference, structured
+from .outputs import NO_SE_NOTE, design_order, noisystats_release
 
 NAME = "W'WW, W'Wy"
 """The point's release (in the budget's split)."""
@@ -123,12 +123,10 @@ def fit_weighted(design: Design, privacy: PrivacyRequest, rng: np.random.Generat
     released = noise.laplace_mechanism(rng, exact, noise_scale * eps_point, eps_point, NAME)
     wtw, wtv = layout.matrices(np.atleast_1d(released))
     noisy_stats = _weighted_stats(scale, layout, wtw, wtv)
-    floor = structured.floor(layout, noise_scale) if repairs else None
-    bias = None if floor is None else repair.floor_bias(wtw, floor)
-    if floor is not None:
-        wtw = repair.repaired(wtw, floor)
-    elif not is_positive_definite(wtw):
+    solved, floor, bias = structured.repaired_gram(wtw, layout, noise_scale, repairs)
+    if solved is None:
         return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
+    wtw = solved
     theta = np.linalg.solve(wtw, wtv)
     to_unit, shift = layout.to_unit()
     coef_unit = to_unit @ theta + shift
