@@ -15,7 +15,8 @@ using the noise recorder of dpstats/privacy/noise.py:
   release (step 3);
 * :mod:`.blackbox` -- the same bound on a whole public call (``dp_logit(...,
   random_state=seed)``), from its released numbers only, on neighbouring
-  data frames (:mod:`.frame_pairs`: the survey weight's 0 -> W move) (steps 3, 4);
+  data frames (:mod:`.frame_pairs`: the survey weight's 0 -> W move, and its designs as a call builds
+  them, for the replay) (steps 3, 4);
 * :mod:`.canaries` -- broken variants the audits must flag (step 5);
 * :mod:`.runner` -- the plumbing: forcing, stopping and batching runs.
 """
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from .blackbox import CallSamples, PublicCall, blackbox_audit, discriminant, released_numbers, sample_calls
 from .canaries import forced_argument, ignored_weight, scaled_return, understated_sensitivity, weaker_noise
-from .frame_pairs import FramePair, weight_move
+from .frame_pairs import FramePair, as_called, design_pair, weight_move
 from .goodness_of_fit import (
     KSResult,
     SamplerAudit,
@@ -84,6 +85,7 @@ __all__ = [
     "SamplerAudit",
     "StopRun",
     "Violation",
+    "as_called",
     "assert_replay_sound",
     "audit_sampler",
     "blackbox_audit",
@@ -95,6 +97,7 @@ __all__ = [
     "corner_pairs",
     "design_from_arrays",
     "design_from_points",
+    "design_pair",
     "diagonal_pair",
     "discriminant",
     "eps_lower_bound",

@@ -7,14 +7,29 @@ statistic by at most W times an unweighted row". The move that reaches it
 the most it can in D' (weight W) with its values at a corner of the declared box;
 every weighted sum then moves by W times that row's terms. A mechanism that forgot
 the W in its sensitivity is about W times less private than it claims on this pair.
+
+For the replay (dpstats/audit/replay.py), which runs a core mechanism on designs,
+:func:`design_pair` builds both sides' :class:`~dpstats.design.matrix.Design` as a
+call does (the formula front end, with the call's survey declaration: weights, PSUs,
+strata), and :func:`as_called` is a weighted mechanism as ``dp_ols``, ``dp_quantreg``,
+``dp_logit`` and ``dp_probit`` run it on that design (dpstats/api/estimators.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
+
+from ..api.binary_release import DEFAULT_MARGINS_SHARE, binary_release
+from ..api.unit_calls import unit_release
+from ..frontend.formula import build_design
+from ..frontend.survey import SurveyDeclaration
+from ..glm.links import LINKS
+from ..mechanisms import get_mechanism
+from .neighbours import NeighbourPair
+from .runner import CoreMechanism
 
 
 @dataclass(frozen=True)
@@ -46,3 +61,38 @@ def weight_move(
             frame.loc[frame.index[row], column] = value
     label = f"row {row}: weight 0 at {dict(before)} -> weight {w_max:g} at {dict(after)} (n = {len(base)})"
     return FramePair(label, d, d_prime)
+
+
+def design_pair(
+    pair: FramePair,
+    formula: str,
+    bounds: Mapping[str, Sequence[float]],
+    levels: Mapping[str, Sequence] | None,
+    survey: SurveyDeclaration,
+    binary: bool = False,
+) -> NeighbourPair:
+    """Both sides of ``pair`` as the designs a call with ``survey`` builds (clipped, weighted, with its PSUs)."""
+
+    def design(data: pd.DataFrame):
+        return build_design(formula, data, bounds, levels, binary=binary, survey=survey)[0]
+
+    return NeighbourPair(pair.label, design(pair.d), design(pair.d_prime))
+
+
+def as_called(estimator: str, method: str, q: float = 0.5) -> CoreMechanism:
+    """``method``'s fit for ``estimator`` as the public call runs it on a built design: a binary model's release
+    then its marginal effects at the default share (dpstats/api/binary_release.py), quantile regression at
+    ``q``."""
+    spec = get_mechanism(method, estimator)
+    if estimator in LINKS:
+
+        def binary(design, privacy, rng, **options):
+            return binary_release(spec, design, privacy, rng, options, estimator, DEFAULT_MARGINS_SHARE)[0]
+
+        return binary
+    quantile = {"q": q} if estimator == "quantreg" else {}
+
+    def fit(design, privacy, rng, **options):
+        return unit_release(spec, design, privacy, rng, {**options, **quantile})
+
+    return fit
