@@ -154,11 +154,13 @@ def release_meat(
 def studentised(rng: np.random.Generator, dfs: np.ndarray, size: int) -> np.ndarray:
     """``size`` rows of factors ``sqrt(df_j / chi2_{df_j})``, one uniform per row for all columns (comonotone):
     multiplied into normal draws of a sandwich's law they give each coordinate Student's t law with its
-    degrees of freedom (post-processing)."""
+    degrees of freedom (post-processing); an infinite one is the normal law (factor 1)."""
     uniform = noise.uniform(rng, 0.0, 1.0, size)[:, None]
     dfs = np.asarray(dfs, dtype=float)[None, :]
+    finite = np.isfinite(dfs)
+    degrees = np.where(finite, dfs, 1.0)
     with np.errstate(divide="ignore"):
-        return np.sqrt(dfs / chi2.ppf(uniform, dfs))
+        return np.where(finite, np.sqrt(degrees / chi2.ppf(uniform, degrees)), 1.0)
 
 
 def t_draws(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray, dfs: np.ndarray, size: int) -> np.ndarray:
