@@ -7,7 +7,7 @@ Usage::
                 [--levels var=a,b,c ...] [--method auto|noisystats] [--delta D]
                 [--seed N] [--option name=value ...] [--missing impute|raise]
                 [--budget FILE] [--format text|latex|markdown|json]
-                [--weights COLUMN [--cluster COLUMN [--strata COLUMN]]]
+                [--weights COLUMN [--cluster COLUMN] [--strata COLUMN]]
     dpstats quantreg "FORMULA" ... [--q 0.5]                # the options of ols, without --rho
     dpstats logit "FORMULA" ... [--margins-share S]         # the options of ols; probit alike
     dpstats budget FILE (--eps E [--delta D] | --rho R) [--accounting basic|zcdp]   # create
@@ -484,7 +484,8 @@ def _add_fit_arguments(cmd: argparse.ArgumentParser, method_example: str) -> Non
         "--strata",
         default=None,
         metavar="COLUMN",
-        help="with --cluster, the survey's stratum column (PSUs nested within strata), its levels declared",
+        help="with --weights, the survey's stratum column (the PSUs, or without --cluster the rows, nested within "
+        "strata), its levels declared",
     )
     cmd.add_argument(
         "--force", action="store_true", help="fit even where auto's plan refuses (the summary's status says so)"

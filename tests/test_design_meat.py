@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -111,8 +112,8 @@ def test_declared_psu_pairs_code_each_rows_psu_and_an_undeclared_pair_is_the_fir
 def test_cluster_and_strata_are_checked_before_any_data_are_read():
     with pytest.raises(ValueError, match="weights="):
         dpstats.dp_ols("y ~ x", None, eps=1.0, cluster="psu")
-    with pytest.raises(ValueError, match="cluster="):
-        dpstats.dp_ols("y ~ x", None, eps=1.0, weights="wt", strata="st")
+    with pytest.raises(ValueError, match="different columns"):
+        dpstats.dp_ols("y ~ x", None, eps=1.0, weights="wt", strata="wt")
     with pytest.raises(TypeError, match="cluster"):
         dpstats.dp_logit("y ~ x", None, eps=1.0, weights="wt", cluster=3)
 
@@ -138,8 +139,14 @@ d <- read.csv(Sys.getenv("SURVEY_CSV"))
 des <- svydesign(ids = ~psu, strata = ~st, weights = ~wt, data = d, nest = TRUE)
 lin <- svyglm(v ~ x, design = des)
 logit <- svyglm(y ~ x, design = des, family = quasibinomial())
-out <- list(ols = list(coef = unname(coef(lin)), se = unname(sqrt(diag(vcov(lin))))),
-            logit = list(coef = unname(coef(logit)), se = unname(sqrt(diag(vcov(logit))))))
+strat <- svydesign(ids = ~1, strata = ~st, weights = ~wt, data = d)
+lin_st <- svyglm(v ~ x, design = strat)
+logit_st <- svyglm(y ~ x, design = strat, family = quasibinomial())
+se <- function(m) unname(sqrt(diag(vcov(m))))
+out <- list(ols = list(coef = unname(coef(lin)), se = se(lin)),
+            logit = list(coef = unname(coef(logit)), se = se(logit)),
+            ols_strata = list(coef = unname(coef(lin_st)), se = se(lin_st)),
+            logit_strata = list(coef = unname(coef(logit_st)), se = se(logit_st)))
 cat("RESULT", jsonlite::toJSON(out, digits = NA), "\\n")
 """
 
@@ -161,10 +168,14 @@ def test_design_based_standard_errors_equal_svyglms_at_a_huge_eps(tmp_path: Path
     bounds = {"x": (0, 1), "v": (-8, 10), "wt": (0, 5)}
     ols = dpstats.dp_ols("v ~ x", data, eps=1e9, bounds=bounds, method="noisystats", random_state=0, **design)
     logit = dpstats.dp_logit("y ~ x", data, eps=1e9, bounds=bounds, method="newton", random_state=0, **design)
-    for res, name in ((ols, "ols"), (logit, "logit")):
+    strata = dict(weights="wt", strata="st", levels={"st": list(range(10))})  # the rows are the PSUs
+    ols_st = dpstats.dp_ols("v ~ x", data, eps=1e9, bounds=bounds, method="noisystats", random_state=0, **strata)
+    logit_st = dpstats.dp_logit("y ~ x", data, eps=1e9, bounds=bounds, method="newton", random_state=0, **strata)
+    fits = ((ols, "ols"), (logit, "logit"), (ols_st, "ols_strata"), (logit_st, "logit_strata"))
+    for res, name in fits:
         np.testing.assert_allclose(res.params.to_numpy(), ref[name]["coef"], rtol=1e-6)
         np.testing.assert_allclose(res.bse.to_numpy(), ref[name]["se"], rtol=1e-4)
-        assert "PSU" in res.se_note and res.hyperparameters["cluster"] == "psu"
+        assert "PSU" in res.se_note
 
 
 @pytest.mark.parametrize("fit", ["ols", "logit"])
@@ -182,3 +193,33 @@ def test_design_intervals_are_students_t_on_the_psus_less_the_strata_at_a_huge_e
     low, high = res.conf_int().to_numpy().T
     ratio = (high - low) / 2 / res.bse.to_numpy()
     np.testing.assert_allclose(ratio, t_dist.ppf(0.975, 30), rtol=0.06)
+
+
+def test_rows_within_strata_move_each_release_by_at_most_its_sensitivity():
+    """Rows as PSUs within strata: a row whose score moves between extreme corners and whose stratum changes
+    moves the stacked outer products, score totals and counts by at most their declared L1 sensitivities."""
+    k, largest = 2, 1.5
+    bound = ScoreBound(l1=k * largest, l2sq=k * largest**2)
+    rng = np.random.default_rng(7)
+    scores = rng.uniform(-largest, largest, (30, k))
+    strata = rng.integers(0, 3, 30)
+
+    def exact_releases(scores: np.ndarray, strata: np.ndarray) -> dict[str, tuple[np.ndarray, float]]:
+        seen = {}
+
+        def capture(rng, value, sensitivity, eps, name):
+            seen[name] = (np.asarray(value, dtype=float), sensitivity)
+            return value
+
+        with mock.patch.object(design_meat, "laplace_mechanism", capture):
+            design_meat.release_meat(rng, scores, bound, 1.0, PSUs(strata, np.arange(3), None, "st"))
+        return seen
+
+    base = exact_releases(scores, strata)
+    assert set(base) == set(design_meat.STRATUM_PARTS)
+    for corner in _corners(k, largest):
+        for stratum in range(3):
+            moved_scores, moved_strata = scores.copy(), strata.copy()
+            moved_scores[0], moved_strata[0] = corner, stratum
+            for name, (value, sensitivity) in exact_releases(moved_scores, moved_strata).items():
+                assert np.abs(value - base[name][0]).sum() <= sensitivity + 1e-12

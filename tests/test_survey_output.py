@@ -54,6 +54,7 @@ def test_the_design_in_words() -> None:
     assert survey_design({"weights": "wt"}) == "wt; PSUs: rows"
     assert survey_design({"weights": "wt", "cluster": "psu"}) == "wt; PSUs: psu"
     assert survey_design(DESIGN) == "wt; PSUs: psu within strata st"
+    assert survey_design({"weights": "wt", "strata": "st"}) == "wt; PSUs: rows within strata st"
 
 
 def test_the_summary_has_a_weights_line(survey: pd.DataFrame) -> None:

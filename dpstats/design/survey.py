@@ -19,17 +19,19 @@ import numpy as np
 class PSUs:
     """The PSU of every row (``codes`` in 0..count-1) and the stratum of every PSU (public).
 
-    ``cluster`` and ``strata`` are the declared columns' names (``strata`` None: one stratum).
+    ``cluster`` and ``strata`` are the declared columns' names (``strata`` None: one stratum). With
+    ``cluster`` None the rows are the PSUs, within the strata (``svydesign(ids = ~1, strata = ~st)``):
+    ``codes`` is then every row's stratum, and ``stratum`` numbers the strata.
     """
 
     codes: np.ndarray
     stratum: np.ndarray
-    cluster: str
+    cluster: str | None
     strata: str | None = None
 
     @property
     def count(self) -> int:
-        """The number of declared PSUs."""
+        """The number of declared PSUs (of strata, where the rows are the PSUs)."""
         return int(self.stratum.size)
 
     def subset(self, rows: slice | np.ndarray) -> PSUs:
@@ -38,6 +40,8 @@ class PSUs:
 
     @property
     def description(self) -> str:
-        """How the standard errors name the design: ``"PSU psu within strata stratum"``."""
+        """How the standard errors name the design: ``"31 PSUs (psu within strata stratum)"``."""
+        if self.cluster is None:
+            return f"rows as PSUs within {self.count} strata ({self.strata})"
         within = "" if self.strata is None else f" within strata {self.strata}"
         return f"{self.count} PSUs ({self.cluster}{within})"

@@ -15,8 +15,9 @@
   treatment, dpstats/frontend/cells.py): no row can make the call raise.
 
 A design needs its weights: ``cluster=`` without ``weights=`` is refused (pass a
-column of ones, declared in ``(0, 1)``, for an unweighted clustered fit);
-``strata=`` needs ``cluster=`` (rows as their own PSUs within strata are not built).
+column of ones, declared in ``(0, 1)``, for an unweighted clustered fit).
+``strata=`` without ``cluster=`` makes the rows the PSUs within the strata
+(``svydesign(ids = ~1, strata = ~st)``).
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def declare_survey(weights: object, cluster: object = None, strata: object = Non
         if cluster is not None or strata is not None:
             raise ValueError("cluster= and strata= declare a survey design: pass its weights= too")
         return None
-    if strata is not None and cluster is None:
-        raise ValueError("strata= needs cluster=, the PSUs within the strata")
+    if strata is not None and strata == weights:
+        raise ValueError("weights and strata must be different columns")
     if cluster is not None and cluster in (weights, strata):
         raise ValueError("weights, cluster and strata must be different columns")
     return SurveyDeclaration(weights, cluster, strata)
@@ -87,9 +88,14 @@ def declared_pairs(declaration: SurveyDeclaration, levels: Mapping[str, object])
 
 
 def psus(declaration: SurveyDeclaration, data: pd.DataFrame, levels: Mapping[str, tuple], missing: str) -> PSUs | None:
-    """Every row's PSU among the declared (stratum, cluster) pairs; None without ``cluster=``."""
+    """Every row's PSU among the declared (stratum, cluster) pairs; with ``strata=`` alone every row's stratum
+    (the rows are the PSUs); None without either."""
     if declaration.cluster is None:
-        return None
+        if declaration.strata is None:
+            return None
+        strata = tuple(levels[declaration.strata])
+        codes = _codes(declaration.strata, data, strata, missing)
+        return PSUs(codes, np.arange(len(strata), dtype=np.intp), None, declaration.strata)
     pairs = declared_pairs(declaration, levels)
     if pairs is not None:
         return _nested(declaration, data, pairs, tuple(levels[declaration.strata]), missing)

@@ -132,7 +132,7 @@ def _psus(survey: Mapping[str, object]) -> str | None:
     """The declared PSUs of a survey design, for a table's cell (None: none declared)."""
     cluster, strata = survey.get("cluster"), survey.get("strata")
     if cluster is None:
-        return None
+        return None if strata is None else f"rows within {strata}"
     return f"{cluster}" if strata is None else f"{cluster} within {strata}"
 
 

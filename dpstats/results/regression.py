@@ -391,13 +391,14 @@ SURVEY_KEYS = ("weights", "cluster", "strata")
 
 def survey_design(hyperparameters: Mapping[str, object]) -> str | None:
     """A survey design in words, from the names a fit's hyperparameters give it: the weight column, then its
-    PSUs (``"wt; PSUs: psu within strata st"``; rows are their own PSUs without ``cluster=``); None unweighted."""
+    PSUs (``"wt; PSUs: psu within strata st"``; rows are their own PSUs without ``cluster=``, within strata with
+    ``strata=``); None unweighted."""
     weights = hyperparameters.get("weights")
     if weights is None:
         return None
     cluster, strata = hyperparameters.get("cluster"), hyperparameters.get("strata")
-    psus = "rows" if cluster is None else f"{cluster}" + ("" if strata is None else f" within strata {strata}")
-    return f"{weights}; PSUs: {psus}"
+    psus = "rows" if cluster is None else f"{cluster}"
+    return f"{weights}; PSUs: {psus}" + ("" if strata is None else f" within strata {strata}")
 
 
 def _margins_dict(res: DPRegressionResults) -> dict:

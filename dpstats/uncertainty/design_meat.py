@@ -26,6 +26,14 @@ from the declared bounds, the weights' declared maximum and a clipped residual).
   independent, so the centred sum of squares of a stratum's noisy totals exceeds the
   exact one by ``(m_h - 1) 2 b^2 I`` in expectation; the meat subtracts it.
 
+* **Rows as PSUs within strata** (``strata=`` without ``cluster=``): per stratum, the
+  upper triangle of its rows' outer products, its score total and its number of rows
+  (``STRATUM_PARTS`` of the budget). A replaced row leaves one stratum's sums and joins
+  one's, so the three stacked releases move by at most ``l1^2 + l2sq``, ``2 l1`` and 2.
+  The meat is ``sum_h n_h / (n_h - 1) [O_h - (T_h T_h' - 2 b^2 I) / n_h]`` at the
+  released O, T and n (strata of fewer than two released rows left out), svyglm's for
+  ``svydesign(ids = ~1, strata = ~st)``.
+
 Both are made positive semi-definite (dpstats/uncertainty/intervals.py,
 ``nearest_psd``); what is subtracted and projected is post-processing.
 
@@ -60,6 +68,9 @@ from .sandwich import from_upper_triangle, upper_triangle
 
 ROW_MEAT = "meat"
 PSU_TOTALS = "PSU score totals"
+STRATUM_MEAT = "meat within strata"
+STRATUM_PARTS = {"outer products by stratum": 0.5, "score totals by stratum": 0.4, "rows by stratum": 0.1}
+"""Rows as PSUs within strata: the parts of the meat's budget (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +93,9 @@ def psu_sensitivity(bound: ScoreBound) -> float:
 
 def release_name(psus: PSUs | None) -> str:
     """The release's name in the budget's split."""
-    return ROW_MEAT if psus is None else PSU_TOTALS
+    if psus is None:
+        return ROW_MEAT
+    return STRATUM_MEAT if psus.cluster is None else PSU_TOTALS
 
 
 @dataclass(frozen=True)
@@ -137,6 +150,8 @@ def release_meat(
         factor = n / max(n - 1, 1)
         meat = nearest_psd(from_upper_triangle(np.atleast_1d(noisy), k) * factor)
         return DesignMeat(meat, 2.0 * (sensitivity / eps) ** 2, n - 1, factor=factor)
+    if psus.cluster is None:
+        return _within_strata(rng, scores, bound, eps, psus)
     totals = np.zeros((psus.count, k))
     np.add.at(totals, psus.codes, scores)
     scale = psu_sensitivity(bound) / eps
@@ -149,6 +164,38 @@ def release_meat(
     )
     meat = nearest_psd(stratified_meat(noisy, psus.stratum, 2.0 * scale**2))
     return DesignMeat(meat, 2.0 * scale**2, sum(c.shape[0] - 1 for c in centred), centred)
+
+
+def _within_strata(
+    rng: np.random.Generator, scores: np.ndarray, bound: ScoreBound, eps: float, psus: PSUs
+) -> DesignMeat:
+    """Rows as PSUs within strata (module docstring): each stratum's outer products, score total and rows."""
+    k = scores.shape[1]
+    rows, cols = np.triu_indices(k)
+    strata = psus.count
+    outer, totals = np.zeros((strata, rows.size)), np.zeros((strata, k))
+    np.add.at(outer, psus.codes, scores[:, rows] * scores[:, cols])
+    np.add.at(totals, psus.codes, scores)
+    counts = np.bincount(psus.codes, minlength=strata).astype(float)
+    parts = [eps * share for share in STRATUM_PARTS.values()]
+    sensitivities = (row_meat_sensitivity(bound), psu_sensitivity(bound), 2.0)
+    released = [
+        np.asarray(laplace_mechanism(rng, exact.ravel(), sensitivity, part, name), dtype=float)
+        for exact, sensitivity, part, name in zip(
+            (outer, totals, counts), sensitivities, parts, STRATUM_PARTS, strict=True
+        )
+    ]
+    outer, totals, counts = released[0].reshape(strata, rows.size), released[1].reshape(strata, k), released[2]
+    total_variance = 2.0 * (sensitivities[1] / parts[1]) ** 2
+    meat = np.zeros((k, k))
+    for h in np.flatnonzero(counts >= 2.0):
+        squares = from_upper_triangle(outer[h], k)
+        centred = squares - (np.outer(totals[h], totals[h]) - total_variance * np.eye(k)) / counts[h]
+        meat += counts[h] / (counts[h] - 1.0) * centred
+    kept = counts >= 2.0
+    design_df = max(round(float(counts[kept].sum())) - int(kept.sum()), 1)
+    outer_variance = strata * 2.0 * (sensitivities[0] / parts[0]) ** 2
+    return DesignMeat(nearest_psd(meat), outer_variance, design_df)
 
 
 def studentised(rng: np.random.Generator, dfs: np.ndarray, size: int) -> np.ndarray:

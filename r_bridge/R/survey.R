@@ -57,7 +57,7 @@
 # The design in words, as the Python summary's "Weights" line says it ("wt; PSUs: psu within strata st").
 .survey_text <- function(survey) {
   if (is.null(survey$weights)) return(NA_character_)
-  psus <- if (is.null(survey$cluster)) "rows" else if (is.null(survey$strata)) survey$cluster else
-    paste(survey$cluster, "within strata", survey$strata)
-  paste0(survey$weights, "; PSUs: ", psus)
+  psus <- if (is.null(survey$cluster)) "rows" else survey$cluster
+  within <- if (is.null(survey$strata)) "" else paste0(" within strata ", survey$strata)
+  paste0(survey$weights, "; PSUs: ", psus, within)
 }

@@ -29,6 +29,18 @@ test_that("dp_glm with weights, cluster and strata is svyglm's fit, coefficients
   expect_equal(sqrt(diag(vcov(fit))), survey::SE(ref), tolerance = 1e-4)
 })
 
+test_that("strata without cluster make the rows the PSUs within strata, as svydesign(ids = ~1, strata = ~st)", {
+  skip_if_no_dpstats()
+  skip_if_not_installed("survey")
+  d <- survey_sample()
+  fit <- dp_glm(y ~ x1, data = d, eps = 1e9, bounds = SB, levels = SL["st"], weights = wt, strata = st,
+                random_state = 1)
+  strat <- survey::svydesign(ids = ~1, strata = ~st, weights = ~wt, data = d)
+  ref <- survey::svyglm(y ~ x1, design = strat, family = quasibinomial())
+  expect_equal(coef(fit), coef(ref), tolerance = 1e-4)
+  expect_equal(sqrt(diag(vcov(fit))), survey::SE(ref), tolerance = 1e-4)
+})
+
 test_that("PSUs declared as (stratum, cluster) pairs give svyglm's SEs where strata have 3 and 2 PSUs", {
   skip_if_no_dpstats()
   skip_if_not_installed("survey")
