@@ -40,7 +40,10 @@ Both are made positive semi-definite (dpstats/uncertainty/intervals.py,
 Intervals. A variance read from a noisy meat is itself noisy, and with few PSUs
 it is noisy without privacy too (svyglm's intervals are Student's t with the
 PSUs less the strata as degrees of freedom). For a coefficient's variance
-``v = a' M a`` :meth:`DesignMeat.degrees_of_freedom` gives Satterthwaite's
+``v = a' M a``, :meth:`DesignMeat.sampling_law` raises v to at least the standard
+deviation of its noise (where the noise's correction pushed it towards 0, the
+variance is not known to be smaller than that: a half of such fits would otherwise
+have intervals of almost no width) and gives Satterthwaite's degrees of freedom
 ``2 v^2 / Var(v)``, with ``Var(v)`` the design's ``2 v^2 / df`` plus the noise's:
 for the PSUs' totals, per stratum ``4 sigma^2 Q_h + 5 (m_h - 1) sigma^4`` (``sigma^2``
 the noise's variance along a, ``Q_h`` the stratum's spread along a less its
@@ -113,23 +116,35 @@ class DesignMeat:
     centred: tuple[np.ndarray, ...] | None = None
     factor: float = 1.0
 
-    def degrees_of_freedom(self, a: np.ndarray) -> float:
-        """Satterthwaite's degrees of freedom of the variance ``a' M a`` (module docstring, "Intervals")."""
-        v = float(a @ self.meat @ a)
-        if v <= 0.0:
-            return MIN_DF
+    def noise_variance_along(self, a: np.ndarray) -> float:
+        """The variance the release's noise gives ``a' M a`` (module docstring, "Intervals"; released facts)."""
         if self.centred is None:
             rows, cols = np.triu_indices(a.size)
             along = np.where(rows == cols, 1.0, 2.0) * a[rows] * a[cols]  # each released entry's part in a' M a
-            noise = self.factor**2 * self.noise_variance * float(along @ along)
-        else:
-            sigma2 = self.noise_variance * float(a @ a)
-            noise = 0.0
-            for members in self.centred:
-                m = members.shape[0]
-                spread = max(float(np.sum((members @ a) ** 2)) - (m - 1) * sigma2, 0.0)
-                noise += (m / (m - 1)) ** 2 * (4.0 * sigma2 * spread + LAPLACE_FOURTH * (m - 1) * sigma2**2)
-        return max(MIN_DF, 1.0 / (1.0 / max(self.design_df, 1) + noise / (2.0 * v * v)))
+            return self.factor**2 * self.noise_variance * float(along @ along)
+        sigma2 = self.noise_variance * float(a @ a)
+        noise = 0.0
+        for members in self.centred:
+            m = members.shape[0]
+            spread = max(float(np.sum((members @ a) ** 2)) - (m - 1) * sigma2, 0.0)
+            noise += (m / (m - 1)) ** 2 * (4.0 * sigma2 * spread + LAPLACE_FOURTH * (m - 1) * sigma2**2)
+        return noise
+
+    def sampling_law(self, directions: np.ndarray, sampling: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The sampling covariance of the coefficients whose variances are ``a_j' M a_j`` (``directions``' columns
+        ``a_j``; ``sampling`` = ``A' M A``), each variance raised to at least its noise's standard deviation,
+        and each coefficient's degrees of freedom there (module docstring, "Intervals"; post-processing)."""
+        noise = np.array([self.noise_variance_along(directions[:, j]) for j in range(directions.shape[1])])
+        v = np.diag(sampling).copy()
+        floored = np.maximum(v, np.sqrt(noise))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(v > 0, np.sqrt(floored / v), 0.0)
+            cov = sampling * np.outer(scale, scale)
+            cov[np.diag_indices_from(cov)] = floored
+            dfs = np.where(
+                floored > 0, 1.0 / (1.0 / max(self.design_df, 1) + noise / (2.0 * floored**2)), np.inf
+            )
+        return cov, np.maximum(dfs, MIN_DF)
 
 
 MIN_DF = 1.0

@@ -186,18 +186,18 @@ def fit(
     if weighted:  # the design-based (weighted sandwich) covariance of the weighted MLE
         eps_meat = float(privacy.eps) - eps_point
         meat = _design_meat(binary, rows, theta, eps_meat, rng, design)
-        sampling = inverse @ meat.meat @ inverse
         note = SE_NOTE_WEIGHTED if design.psus is None else SE_NOTE_PSUS.format(psus=design.psus.description)
         split.append((release_name(design.psus), eps_meat))
         directions = inverse @ J.T  # a' M a is the sampling variance of each coefficient in the user's units
-        dfs = np.array([meat.degrees_of_freedom(directions[:, j]) for j in range(p)])
-        replicates = t_draws(post, J @ theta, J @ sampling @ J.T, dfs, REPLICATES)
+        sampling, dfs = meat.sampling_law(directions, directions.T @ meat.meat @ directions)
+        replicates = t_draws(post, J @ theta, sampling, dfs, REPLICATES)
         replicates += t_draws(post, np.zeros(p), J @ privacy_part @ J.T, np.full(p, np.inf), REPLICATES)
     else:
-        sampling, note = inverse, SE_NOTE
+        sampling = J @ inverse @ J.T
+        note = SE_NOTE
     return Release(
         params=J @ theta,
-        cov=J @ (sampling + privacy_part) @ J.T,
+        cov=sampling + J @ privacy_part @ J.T,
         privacy=PrivacySpent(notion="pure", eps=float(privacy.eps), split=tuple(split)),
         se_note=note,
         hyperparameters={"steps": steps, "newton steps": newton},

@@ -191,11 +191,11 @@ def _uncertainty(
     p = theta.size
     with np.errstate(all="ignore"):
         inverse = np.linalg.inv(wtw)
-        sampling = to_unit @ (inverse @ meat.meat @ inverse) @ to_unit.T
-        if not np.all(np.isfinite(sampling)):
-            return infinite_cov(p), None
         directions = inverse @ to_unit.T
-        dfs = np.array([meat.degrees_of_freedom(directions[:, j]) for j in range(p)])
+        sandwich = directions.T @ meat.meat @ directions
+        if not np.all(np.isfinite(sandwich)):
+            return infinite_cov(p), None
+        sampling, dfs = meat.sampling_law(directions, sandwich)
         draws = t_draws(rng, to_unit @ theta + shift, sampling, dfs, inference.REPLICATES)
         refits = structured.noisy_refits(rng, wtw, draws, layout, noise_scale, floor)
         privacy_cov, replicates = inference.finish(refits - draws)
