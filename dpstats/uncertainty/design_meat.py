@@ -141,9 +141,7 @@ class DesignMeat:
             scale = np.where(v > 0, np.sqrt(floored / v), 0.0)
             cov = sampling * np.outer(scale, scale)
             cov[np.diag_indices_from(cov)] = floored
-            dfs = np.where(
-                floored > 0, 1.0 / (1.0 / max(self.design_df, 1) + noise / (2.0 * floored**2)), np.inf
-            )
+            dfs = np.where(floored > 0, 1.0 / (1.0 / max(self.design_df, 1) + noise / (2.0 * floored**2)), np.inf)
         return cov, np.maximum(dfs, MIN_DF)
 
 
