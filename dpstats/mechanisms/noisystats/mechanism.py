@@ -83,7 +83,7 @@ from ...privacy.noise import laplace_mechanism
 from ...uncertainty import cluster_meat, sandwich
 from ...uncertainty.sandwich import from_upper_triangle, upper_triangle
 from ..base import PrivacyRequest, Release, failed_release
-from . import inference, repair, structured
+from . import inference, precondition, repair, structured
 from .outputs import NO_SE_NOTE, design_order, is_positive_definite, noisystats_release
 from .weighted import fit_weighted
 
@@ -119,6 +119,15 @@ def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, singu
     repairs = repair.check_singular(singular) == "repair"
     if design.units is not None and design.chunks is not None:
         raise ValueError("unit= runs on a pandas DataFrame: a unit's rows must be summed together")
+    found = () if design.chunks is not None else precondition.pairs(design)
+    if found:  # a variable and its square: released nearly orthogonal, mapped back exactly
+        release = _fit(precondition.preconditioned(design, found), privacy, rng, repairs)
+        return precondition.back(release, design, found)
+    return _fit(design, privacy, rng, repairs)
+
+
+def _fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, repairs: bool) -> Release:
+    """The release on the design as given: weighted, through the origin, structured or centred."""
     if design.weights is not None:
         return fit_weighted(design, privacy, rng, repairs)
     if design.intercept_index is None:
