@@ -43,7 +43,17 @@ def test_the_new_column_stays_inside_its_bounds_over_the_whole_interval_and_is_e
     lo, hi = pair.bounds
     assert lo <= q.min() and q.max() <= hi and hi - lo < 0.3 * (64**2 / 100)  # far narrower than x^2's range
     pre = precondition.preconditioned(design, (pair,))
-    np.testing.assert_allclose(pre.X[:, pair.square], design.X[:, pair.square] - pair.a - pair.b * design.X[:, pair.linear])
+    expected = design.X[:, pair.square] - pair.a - pair.b * design.X[:, pair.linear]
+    np.testing.assert_allclose(pre.X[:, pair.square], expected)
+
+
+def test_bounds_declared_for_an_expression_leave_the_design_as_it_is():
+    data = _data()
+    data["h"] = np.exp(data["z"] / 6)
+    bounds = {"y": BOUNDS["y"], "x": BOUNDS["x"], "np.log(h)": (0.0, 3.0)}
+    formula = "y ~ x + I(x**2 / 100) + np.log(h)"
+    res = dpstats.dp_ols(formula, data, eps=1e9, bounds=bounds, method="noisystats", random_state=0)
+    np.testing.assert_allclose(res.params.to_numpy(), smf.ols(formula, data).fit().params.to_numpy(), rtol=1e-6)
 
 
 def test_at_a_huge_eps_the_preconditioned_fit_is_ols_and_names_its_reparametrisation():

@@ -76,8 +76,11 @@ _FOUND: dict[tuple, tuple[Pair, ...]] = {}
 
 
 def _search(design: Design) -> tuple[Pair, ...]:
-    """Every numeric variable's pair, if it has one."""
+    """Every numeric variable's pair, if it has one; none where a variable has no declared bounds of its own
+    (bounds declared for an expression of it instead): then no public row of the variables is known."""
     variables = design.variables
+    if any(c not in variables.bounds and c not in variables.levels for c in variables.frame.columns):
+        return ()
     names = [c for c in variables.frame.columns if c not in variables.response]
     numeric = [v for v in names if v in variables.bounds and v not in variables.levels]
     found = []
