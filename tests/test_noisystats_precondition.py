@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from unittest import mock
+
 import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
 
 import dpstats
+from dpstats.audit.frame_pairs import FramePair, as_called, design_pair
+from dpstats.audit.replay import replay
 from dpstats.frontend.formula import build_design
+from dpstats.frontend.survey import SurveyDeclaration
+from dpstats.mechanisms import PrivacyRequest
 from dpstats.mechanisms.noisystats import precondition
 
 BOUNDS = {"y": (-5.0, 15.0), "x": (-6.0, 64.0), "z": (0.0, 18.0)}
@@ -81,3 +88,39 @@ def test_at_a_moderate_eps_the_square_and_its_variable_stay_close_to_ols(weighte
         errors = np.abs(res.params / ref.params - 1)[["x", "I(x ** 2 / 100)"]]
         close += bool((errors <= 0.15).all())
     assert close >= 8
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_preconditioned_release_stays_within_its_sensitivity_when_a_row_moves_across_the_square(weighted):
+    """The replay audit (dpstats/audit/replay.py), deterministic: row 0 moves from the square's residual's
+    lowest point (its vertex) to its highest (an end of the interval), and the response across its bounds; with
+    weights, from weight 0 to the top. Every release moves by at most its declared sensitivity."""
+    base = _data(300, seed=3).assign(wt=1.0)
+    (pair,) = precondition.pairs(_design())
+    vertex = -pair.b * 100 / 2  # q = x^2 / 100 - a - b x is lowest where its derivative vanishes
+    frames = []
+    for low, high in ((vertex, 64.0), (64.0, -6.0)):
+        d, d_prime = base.copy(), base.copy()
+        d.loc[0, ["x", "y", "wt"]] = [low, -5.0, 0.0 if weighted else 1.0]
+        d_prime.loc[0, ["x", "y", "wt"]] = [high, 15.0, 3.0 if weighted else 1.0]
+        frames.append(FramePair(f"x {low:g} -> {high:g}", d, d_prime))
+    survey = SurveyDeclaration("wt") if weighted else None
+    bounds = {**BOUNDS, "wt": (0.0, 3.0)}
+    pairs = [design_pair(f, FORMULA, bounds, {"g": ["a", "b"]}, survey) for f in frames]
+    assert all(precondition.pairs(p.d) for p in pairs)
+    fit = as_called("ols", "noisystats")
+    audit = [*pairs, *(p.swapped() for p in pairs)]
+    report = replay(fit, audit, PrivacyRequest(eps=8.0), seeds=range(2), options={"singular": "repair"})
+    assert not report.violations, report.as_text()
+    assert report.releases
+
+    def unclipped(design, found):  # a canary: q declared a tenth as wide as it is, and not clipped to it
+        X, bounds = design.X.copy(), design.x_bounds.copy()
+        for p in found:
+            X[:, p.square] = X[:, p.square] - p.a - p.b * X[:, p.linear]
+            bounds[p.square] = (p.bounds[0], p.bounds[0] + 0.1 * (p.bounds[1] - p.bounds[0]))
+        return replace(design, X=X, x_bounds=bounds)
+
+    with mock.patch.object(precondition, "preconditioned", unclipped):
+        flagged = replay(fit, audit, PrivacyRequest(eps=8.0), seeds=range(1), options={"singular": "repair"})
+    assert flagged.violations
