@@ -118,9 +118,10 @@ def fit_weighted(design: Design, privacy: PrivacyRequest, rng: np.random.Generat
         replicates=inference.REPLICATES,
     )
     U, v = scale.transform(design)
-    noise_scale = sensitivity(layout, blocks, weight_max) / eps_point
+    released_sensitivity = sensitivity(layout, blocks, weight_max)
+    noise_scale = released_sensitivity / eps_point
     exact = layout.values(U, v, design.weights)
-    released = noise.laplace_mechanism(rng, exact, noise_scale * eps_point, eps_point, NAME)
+    released = noise.laplace_mechanism(rng, exact, released_sensitivity, eps_point, NAME)
     wtw, wtv = layout.matrices(np.atleast_1d(released))
     noisy_stats = _weighted_stats(scale, layout, wtw, wtv)
     solved, floor, bias = structured.repaired_gram(wtw, layout, noise_scale, repairs)
