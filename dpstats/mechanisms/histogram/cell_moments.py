@@ -136,10 +136,14 @@ class CountModel:
     ``scale`` is the Laplace scale ``s = 2 / eps``.
     """
 
-    def __init__(self, cutoff: float, scale: float) -> None:
+    def _cut(self, cutoff: float, scale: float) -> bool:
+        """Keep the cut-off and the noise scale; whether the counts are thresholded (a finite cut-off)."""
         self.cutoff, self.scale = float(cutoff), float(scale)
         self.thresholded = math.isfinite(self.cutoff)
-        if not self.thresholded:
+        return self.thresholded
+
+    def __init__(self, cutoff: float, scale: float) -> None:
+        if not self._cut(cutoff, scale):
             return
         c, s = max(self.cutoff, 0.0), self.scale
         self.mu_max = c + REACH * s + 30.0
@@ -221,9 +225,7 @@ class NoiseModel(CountModel):
     """
 
     def __init__(self, cutoff: float, scale: float) -> None:
-        self.cutoff, self.scale = float(cutoff), float(scale)
-        self.thresholded = math.isfinite(self.cutoff)
-        if not self.thresholded:
+        if not self._cut(cutoff, scale):
             return
         c, s = max(self.cutoff, 0.0), self.scale
         self.mu_max = c + REACH * s
