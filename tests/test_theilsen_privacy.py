@@ -12,11 +12,14 @@ import contextlib
 import functools
 import itertools
 import math
+import signal
 from unittest import mock
 
 import numpy as np
 import pytest
+import statsmodels.api as sm
 
+import dpstats
 from dpstats.audit import (
     corner_pairs,
     graybox_audit,
@@ -421,3 +424,26 @@ def test_the_band_keeps_a_small_part_of_all_pairs_at_larger_n() -> None:
     assert smooth_sensitivity(banded, n - 1, 0.125) == smooth_sensitivity(full, n - 1, 0.125)
     assert banded.median() == full.median()
     assert banded.v.size < full.v.size / 4, (banded.v.size, full.v.size)
+
+
+
+def test_theilsen_ends_on_a_resample_with_duplicated_rows_at_a_large_eps() -> None:
+    """Theil-Sen at eps = 1e4 on a bootstrap resample of engel (84 duplicated rows) returns a slope.
+
+    Before a block one double wide took its exact density as envelope (dp_median.RejectionSampler.draw), the
+    rejection sampler split the block of a tied median forever on this resample and seed (minutes, then
+    killed). The alarm turns such a hang into a failure.
+    """
+    data = sm.datasets.engel.load_pandas().data
+    rows = np.random.default_rng(np.random.SeedSequence([20261129, 0, 0, 0, 13])).integers(len(data), size=len(data))
+    sample = data.iloc[rows].reset_index(drop=True)
+    assert sample.duplicated().sum() > 0
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the rejection sampler did not end"))
+    signal.alarm(60)
+    try:
+        res = dpstats.dp_ols("foodexp ~ income", sample, eps=1e4, method="theilsen", random_state=465634030,
+                             bounds={"income": (0, 5000), "foodexp": (0, 2500)})  # fmt: skip
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not res.failed and np.isfinite(res.params["income"])

@@ -347,7 +347,13 @@ class RejectionSampler:
         return gap_distance(lt_lo, lt_hi, self.n), le_lo, lt_hi
 
     def draw(self, rng: np.random.Generator) -> float:
-        """One draw (module docstring), exact for theta = 0: block, point and acceptance in integer arithmetic."""
+        """One draw (module docstring), exact for theta = 0: block, point and acceptance in integer arithmetic.
+
+        A rejection splits its block at the proposal. A block one double wide cannot be split; its envelope
+        is then set to the density there (constant: no estimate lies inside it). Without that, a median on
+        tied estimates (a resample's duplicated rows) at a large eps rejected forever: the block holding the
+        tie kept an envelope of distance 0 that no split could tighten.
+        """
         while True:
             k = noise.exponential_choice(rng, -self.d.astype(float), self.eps, self.sensitivity, self.lengths)
             r = uniform_double(RandomBits(rng), self.ts[k], self.ts[k + 1])
@@ -357,6 +363,9 @@ class RejectionSampler:
                 raise RuntimeError("exponential_median: envelope below the density (a bug, not a data property)")
             if excess == 0 or exact_choice.keep(rng, float(excess), self.eps, self.sensitivity):
                 return r
+            if self.theta == 0.0 and r == self.ts[k] and math.nextafter(r, math.inf) == self.ts[k + 1]:
+                self.d[k] = dist  # one double wide: the density is dist on all of it, and no knot can split it
+                continue
             self._insert(k, r, new_left, new_right)
 
 
