@@ -42,7 +42,7 @@ def seconds(call: Callable[[], object]) -> float:
 
 def cps1988(reps: int) -> None:
     """CPS1988's median: QuantReg and KNG at :data:`CPS1988_EPS`, interleaved, medians over ``reps`` seeds."""
-    from bench_real_data import REGRESSIONS
+    from real_regressions import REGRESSIONS
 
     (problem,) = [regression for regression in REGRESSIONS if regression.name == "CPS1988"]
     data = problem.load()

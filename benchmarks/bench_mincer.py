@@ -13,7 +13,7 @@ import argparse
 import numpy as np  # noqa: F401 -- the formulas call np.log, which statsmodels looks up here
 import pandas as pd
 import statsmodels.formula.api as smf
-from bench_real_data import REGRESSIONS
+from real_regressions import REGRESSIONS
 
 import dpstats
 

@@ -26,6 +26,7 @@ import dpstats
 from dpstats.frontend.formula import build_design
 from dpstats.mechanisms import REGISTRY
 from dpstats.planning.candidates import CANDIDATES, label_of
+from dpstats.planning.comparison import plan_facts
 from dpstats.planning.error_model import (
     calibrated_eps,
     categorical_levels,
@@ -323,3 +324,37 @@ def test_compare_methods_refuses_bad_arguments() -> None:
         dpstats.compare_methods("y ~ x", n=1.5, eps=1.0, bounds={"x": (0, 1), "y": (0, 1)})
     with pytest.raises(ValueError, match="eps"):
         dpstats.compare_methods("y ~ x", n=100, eps=-1.0, bounds={"x": (0, 1), "y": (0, 1)})
+
+
+def _real_designs() -> dict:
+    return json.loads(resources.files("dpstats.planning").joinpath("real_table.json").read_text())["designs"]
+
+
+def test_real_designs_are_predicted_from_their_own_cells() -> None:
+    """A call whose public signature is a calibrated real design's (benchmarks/real_regressions.py) reproduces
+    that design's cells at their (n, eps), for every candidate calibrated on it."""
+    designs = _real_designs()
+    assert designs, "the real calibration's table is empty"
+    for signature, design in designs.items():
+        cells = [c for c in design["cells"] if not c["refused"]]
+        for cell in cells[:: max(1, len(cells) // 6)]:
+            candidate = _candidate(cell["candidate"])
+            facts = plan_facts(design["formula"], cell["n"], cell["eps"], design["bounds"], design["levels"],
+                               design["estimator"], candidate.delta)  # fmt: skip
+            assert facts.signature == signature
+            prediction = predict(candidate, facts)
+            np.testing.assert_allclose(prediction.dev, [min(max(cell["dev"], 1e-12), 1e6)], rtol=1e-9)
+            np.testing.assert_allclose(prediction.rel, [min(max(cell["rel"], 1e-12), 1e6)], rtol=1e-9)
+
+
+def test_other_declarations_are_not_a_real_design() -> None:
+    """The same formula with another declared bound is another design: it is read from the synthetic family."""
+    designs = _real_designs()
+    signature, design = next(iter(designs.items()))
+    name, (lo, hi) = next(iter(design["bounds"].items()))
+    wider = {**design["bounds"], name: (lo, hi + (hi - lo))}
+    facts = plan_facts(design["formula"], 1000, 1.0, wider, design["levels"], design["estimator"], 0.0)
+    assert facts.signature != signature
+    label = design["cells"][0]["candidate"]
+    grid, _ = reference(_candidate(label), facts)
+    assert len(grid.noise) == 5  # the synthetic family's five scenarios

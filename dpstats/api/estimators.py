@@ -545,6 +545,8 @@ def _fit(
         facts = replace(facts, n=_planning_rows(design.n, plan, bounds))
         choice = choose_binary(facts, allowed, plan.force) if binary else choose(facts, allowed)
         reason = choice.reason
+        if choice.eps is not None:  # more is predicted no better on this design: spend less (never more)
+            privacy = replace(privacy, eps=min(choice.eps, privacy.eps))
         spec = get_mechanism(choice.method, estimator)
         hyper = spec.check_options(choice.options)
         if not spec.needs_delta and spec.notion(replace(privacy, delta=0.0), hyper) == "pure":

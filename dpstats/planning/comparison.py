@@ -200,6 +200,11 @@ def compare_methods(
     table["auto"] = np.where(table["method"] == chosen, "<- auto", "")
     if chosen not in set(table["method"]):
         return MethodComparison(facts, table, chosen, True, f"auto would choose {chosen} ({choice.reason}).")
+    spent = next((p for p in choice.predictions if p.label == chosen and p.eps is not None), None)
+    if spent is not None:  # auto would spend less than eps on this design (dpstats/planning/selection.cheapest)
+        at = table["method"] == chosen
+        table.loc[at, ["failure", "error", "error / SE"]] = [spent.failure, spent.typical_dev * unit, spent.typical_rel]
+        table["auto"] = np.where(at, f"<- auto (at eps = {spent.eps:g})", "")
     best = table.loc[table["method"] == chosen].iloc[0]
     goal = "the target" if target is not None else f"{USABLE_REL:g} standard errors of the non-private fit"
     usable = best["error"] <= target if target is not None else best["error / SE"] <= USABLE_REL

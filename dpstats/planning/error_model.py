@@ -16,7 +16,21 @@ failed fit counted as the worst fit that answered (``tail``: what a grouped auto
 dpstats/planning/selection.py), and :class:`Prediction` has a tail only where
 every cell it is read from records one.
 
-Which grid predicts a design (:func:`reference`): one with an intercept,
+A third family holds real designs (real_table.json, written by
+benchmarks/calibrate_real_designs.py): the public regressions of
+benchmarks/real_regressions.py, each resampled from its own rows at several n,
+so that its shape and skew are kept. Per cell (n, eps) it holds the 68th
+percentile of the deviation of the coefficient a prediction is of
+(:func:`error_term`) on the unit scale, of the mean over the slopes in
+non-private standard errors, the 90th percentile and the failure rate; its one
+scenario is the design's data.
+
+Which grid predicts a design (:func:`reference`): a design whose public
+signature (dpstats/planning/facts.design_signature: the formula's terms, the
+declarations, the estimator) is a real design's is read from that design's
+grid at (n, eps), for every candidate it was calibrated with, where n is within
+the sizes it was resampled at (one point cannot say how the error moves with
+n). Otherwise one with an intercept,
 exactly one continuous slope and exactly one categorical block (L = the
 block's size + 1 levels) is read from the candidate's
 categorical grid at (n, eps, L): calibrated. Every other design is read from
@@ -52,26 +66,21 @@ budgets they will actually spend on the point.
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from dataclasses import dataclass
-from importlib import resources
 
 import numpy as np
 
 from ..mechanisms import REGISTRY, PrivacyRequest
 from .candidates import Candidate
 from .facts import PublicFacts
+from .tables import CAP, Grid, real_grids, synthetic_grids
 
 SEARCH_STEPS = 60
 """Bisection steps of :func:`calibrated_eps` on log eps (a relative precision far below the table's)."""
 
-CAP = 1e6
-"""Errors of cells with no successful fit, for interpolation (they then dominate any mean)."""
-
-SKEWED_VARIANCE = 4.0 / 150.0
-"""The variance of the skewed scenario's Beta(1, 4) regressors (benchmarks/calibrate_error_model.py)."""
+SIZE_SLACK = 1e-9
+"""Tolerance, in log n, of a real design's range of sizes (its cells' n are rounded)."""
 
 MAX_DECAY = {"dev": 1.0, "rel": 0.5, "failure": math.inf}
 """The steepest fall in log n, per unit of log n, of each predicted quantity beyond the grid's largest n."""
@@ -89,6 +98,11 @@ class Prediction:
     tail: tuple[float, ...] | None = None
     noise: tuple[float, ...] = ()
     fill: tuple[float, ...] = ()
+    worst: tuple[float, ...] | None = None
+    """A real design's predicted worst relative error of a coefficient the data determine well (None elsewhere)."""
+    eps: float | None = None
+    """The budget it is read at where auto would spend less than the call's eps (dpstats/planning/selection.py),
+    else None."""
 
     @property
     def typical_dev(self) -> float:
@@ -99,61 +113,6 @@ class Prediction:
     def typical_rel(self) -> float:
         """The median over the scenarios of the deviation in units of the non-private standard error."""
         return float(np.median(self.rel))
-
-
-@dataclass(frozen=True)
-class _Grid:
-    """One candidate's calibrated cells of one family on the (log n, log eps, log d or log L) grid."""
-
-    axes: tuple[np.ndarray, np.ndarray, np.ndarray]
-    dev: np.ndarray  # (n, eps, d or L, scenario), log
-    rel: np.ndarray
-    failure: np.ndarray  # (n, eps, d or L)
-    refused: np.ndarray  # (n, eps, d or L), bool; cells the calibration did not simulate count as refused
-    tail: np.ndarray  # as dev, NaN in the cells calibrated before the tail was recorded
-    noise: tuple[float, ...]  # each scenario's noise level (sd_e, unit scale)
-    fill: tuple[float, ...]  # each scenario's regressor variance (var_x, unit scale)
-
-
-def _grid(cells: list[dict], shape_key: str) -> _Grid:
-    """The grid of one candidate's cells of one family (``shape_key``: "d" or "levels")."""
-    ns, es, ds = (sorted({c[k] for c in cells}) for k in ("n", "eps", shape_key))
-    shape = (len(ns), len(es), len(ds))
-    scen = max(len(c["scenarios"]) for c in cells)
-    dev, rel = np.full((*shape, scen), math.log(CAP)), np.full((*shape, scen), math.log(CAP))
-    tail = np.full((*shape, scen), math.log(CAP))  # NaN where a simulated cell records no tail
-    failure, refused = np.ones(shape), np.ones(shape, dtype=bool)
-    simulated = [c for c in cells if not c["refused"]]
-    for c in cells:
-        at = (ns.index(c["n"]), es.index(c["eps"]), ds.index(c[shape_key]))
-        refused[at] = c["refused"]
-        if c["refused"]:
-            continue
-        dev[at] = [_log(s["dev"]) for s in c["scenarios"]]
-        rel[at] = [_log(s["rel"]) for s in c["scenarios"]]
-        tail[at] = [_log(s["tail"]) if "tail" in s else math.nan for s in c["scenarios"]]
-        failure[at] = max(s["failure"] for s in c["scenarios"])
-    scenarios = simulated[0]["scenarios"] if simulated else []
-    noise = tuple(float(s["sd_e"]) for s in scenarios)
-    fill = tuple(SKEWED_VARIANCE if s["var_x"] == "skewed" else float(s["var_x"]) for s in scenarios)
-    return _Grid((np.log(ns), np.log(es), np.log(ds)), dev, rel, failure, refused, tail, noise, fill)
-
-
-def _log(value: float) -> float:
-    """The log of a recorded error, within [1e-12, CAP] (an infinite tail: no fit answered)."""
-    return math.log(min(max(value, 1e-12), CAP))
-
-
-@functools.lru_cache(maxsize=1)
-def _table() -> dict[tuple[str, str], _Grid]:
-    """The grids by (candidate label, family): "continuous" (cells without ``levels``) or "categorical"."""
-    raw = json.loads(resources.files(__package__).joinpath("error_table.json").read_text())
-    grids: dict[tuple[str, str], _Grid] = {}
-    for family, shape_key in (("continuous", "d"), ("categorical", "levels")):
-        cells = [c for c in raw["cells"] if ("levels" in c) == (family == "categorical")]
-        for label in dict.fromkeys(c["candidate"] for c in cells):
-            grids[label, family] = _grid([c for c in cells if c["candidate"] == label], shape_key)
-    return grids
 
 
 def categorical_levels(facts: PublicFacts) -> int | None:
@@ -186,12 +145,17 @@ def _error_slope(facts: PublicFacts) -> int:
     return 0
 
 
-def reference(candidate: Candidate, facts: PublicFacts) -> tuple[_Grid, float]:
-    """The grid that predicts ``facts`` and the design's coordinate on its third axis (module docstring)."""
+def reference(candidate: Candidate, facts: PublicFacts) -> tuple[Grid, float]:
+    """The grid that predicts ``facts`` and the design's coordinate on its third axis (module docstring): the
+    real design's own where the design is one the table was calibrated on (its signature) and n is within the
+    sizes it was resampled at, else the synthetic family's."""
+    real = real_grids().get((candidate.label, facts.signature))
+    if real is not None and real.axes[0][0] - SIZE_SLACK <= math.log(facts.n) <= real.axes[0][-1] + SIZE_SLACK:
+        return real, 1.0
     levels = categorical_levels(facts)
     if levels is not None:
-        return _table()[candidate.label, "categorical"], float(levels)
-    return _table()[candidate.label, "continuous"], candidate.dimension(facts)
+        return synthetic_grids()[candidate.label, "categorical"], float(levels)
+    return synthetic_grids()[candidate.label, "continuous"], candidate.dimension(facts)
 
 
 def _weights(axis: np.ndarray, value: float, extend: bool) -> list[tuple[int, float]]:
@@ -206,12 +170,7 @@ def _weights(axis: np.ndarray, value: float, extend: bool) -> list[tuple[int, fl
     return [(lo, 1.0 - t), (hi, t)]
 
 
-def _nearest(axis: np.ndarray, value: float) -> int:
-    """The grid point closest to ``value`` (clamped to the grid)."""
-    return int(np.argmin(np.abs(axis - value)))
-
-
-def _interpolate(values: np.ndarray, grid: _Grid, point: tuple[float, float, float], max_decay: float) -> np.ndarray:
+def _interpolate(values: np.ndarray, grid: Grid, point: tuple[float, float, float], max_decay: float) -> np.ndarray:
     """``values`` at ``point``; beyond the largest n, along the edge slope in log n bounded by ``max_decay``."""
     ns = grid.axes[0]
     if ns.size == 1 or point[0] <= ns[-1]:
@@ -222,7 +181,7 @@ def _interpolate(values: np.ndarray, grid: _Grid, point: tuple[float, float, flo
     return top + slope * (point[0] - ns[-1])
 
 
-def _interpolate_inside(values: np.ndarray, grid: _Grid, point: tuple[float, float, float]) -> np.ndarray:
+def _interpolate_inside(values: np.ndarray, grid: Grid, point: tuple[float, float, float]) -> np.ndarray:
     out = 0.0
     wn = _weights(grid.axes[0], point[0], extend=True)
     we = _weights(grid.axes[1], point[1], extend=point[1] < grid.axes[1][0])
@@ -282,6 +241,7 @@ def predict(candidate: Candidate, facts: PublicFacts) -> Prediction:
     rel = np.minimum(np.exp(_interpolate(grid.rel, grid, point, MAX_DECAY["rel"])), CAP)
     failure = float(np.clip(_interpolate(grid.failure, grid, point, MAX_DECAY["failure"]), 0.0, 1.0))
     tail = np.minimum(np.exp(_interpolate(grid.tail, grid, point, MAX_DECAY["dev"])), CAP)
+    worst = np.minimum(np.exp(_interpolate(grid.worst, grid, point, MAX_DECAY["dev"])), CAP)
     return Prediction(
         candidate.label,
         tuple(map(float, dev)),
@@ -290,4 +250,5 @@ def predict(candidate: Candidate, facts: PublicFacts) -> Prediction:
         tail=None if np.isnan(tail).any() else tuple(map(float, tail)),
         noise=grid.noise,
         fill=grid.fill,
+        worst=None if np.isnan(worst).any() else tuple(map(float, worst)),
     )

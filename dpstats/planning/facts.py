@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +41,9 @@ class PublicFacts:
     is then the number of units (public, as n). ``side_by_side``: the fit is one
     of a grouped call's, read beside the others (auto ranks by the tail,
     dpstats/planning/selection.py); ``spread``: how the data fill their bounds and how noisy they are,
-    released for it (dpstats/groups/spread.py), None when not released.
+    released for it (dpstats/groups/spread.py), None when not released. ``signature``: the
+    design's public structure (:func:`design_signature`), by which the error model finds the real
+    designs it was calibrated on (dpstats/planning/tables.py).
     """
 
     n: int
@@ -58,6 +62,7 @@ class PublicFacts:
     units: int | None = None
     side_by_side: bool = False
     spread: DataSpread | None = None
+    signature: str = ""
 
     @property
     def continuous(self) -> int:
@@ -96,4 +101,33 @@ class PublicFacts:
             dummy=tuple(int(j) in blocked for j in slopes),
             unit_rows=1 if design.units is None else design.units.max_rows,
             units=None if design.units is None else design.units.count,
+            signature=design_signature(design, estimator),
         )
+
+
+def design_signature(design: Design, estimator: str) -> str:
+    """A fingerprint of everything public that shapes a fit of ``design`` other than n and the budget: the
+    estimator, the response and the terms, their bounds, the one-hot blocks, the weights' range and the
+    formula's variables with their declarations. Two calls share it exactly when they run the same regression
+    with the same declarations (on any rows), as a planned call (dpstats/planning/comparison.py) and the fit
+    it plans do."""
+    variables = design.variables
+    public = {
+        "estimator": estimator,
+        "response": design.y_name,
+        "terms": list(design.term_names),
+        "y_bounds": None if design.y_bounds is None else [float(b) for b in design.y_bounds],
+        "x_bounds": None if design.x_bounds is None else np.asarray(design.x_bounds, dtype=float).tolist(),
+        "intercept": design.intercept_index,
+        "blocks": [list(block) for block in design.one_hot_blocks],
+        "weights": None if design.weight_bounds is None else [float(b) for b in design.weight_bounds],
+        "variables": None
+        if variables is None
+        else {
+            "bounds": {k: [float(b) for b in v] for k, v in sorted(variables.bounds.items())},
+            "levels": {k: [str(level) for level in v] for k, v in sorted(variables.levels.items())},
+            "integers": sorted(variables.integers),
+            "axis": variables.response_axis,
+        },
+    }
+    return hashlib.sha256(json.dumps(public, sort_keys=True).encode()).hexdigest()[:16]
