@@ -27,10 +27,10 @@ deviation of the coefficient a prediction is of (dpstats/planning/error_model.er
 (``dev``), of the mean over the slopes of the deviation in non-private standard errors (``rel``), the 90th
 percentile of that coefficient's deviation with a failed fit counted as the worst (``tail``), the failure
 rate, and ``worst``: over the coefficients (the intercept too) whose non-private |t| on the whole data is at
-least :data:`STRONG`, the largest median deviation relative to the coefficient's size (what a reader of a table with every coefficient
-meets; benchmarks/bench_real_data.py's ``rel err``), by which auto ranks and refuses on a real design
-(dpstats/planning/selection.py, dpstats/planning/refusal.py). A cell is merged once every data set of it has
-a shard.
+least :data:`STRONG`, the largest median deviation relative to the coefficient's size (what a reader of a
+table with every coefficient meets; benchmarks/bench_real_data.py's ``rel err``), by which auto ranks and
+refuses on a real design (dpstats/planning/selection.py, dpstats/planning/refusal.py). A cell is merged once
+every data set of it has a shard.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/calibrate_real_designs.py [--jobs 2] [--sizes 1 0.25 4]
         [--datasets 16] [--data CPS1988 ...]

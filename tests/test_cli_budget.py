@@ -14,7 +14,7 @@ import pytest
 from dpstats.cli import main
 from dpstats.privacy.budget import PrivacyBudget
 
-ENGEL_BOUNDS = ["--bounds", "income=0:5000", "--bounds", "foodexp=0:2500"]
+ENGEL_BOUNDS = ["--bounds", "income=0:5000", "--bounds", "foodexp=0:2400"]  # not a calibrated real design
 
 
 @pytest.fixture

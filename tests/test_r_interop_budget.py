@@ -15,7 +15,7 @@ import dpstats
 from dpstats import r_interop
 from dpstats.privacy.budget import PrivacyBudget
 
-BOUNDS = {"income": [0, 5000], "foodexp": [0, 2500]}
+BOUNDS = {"income": [0, 5000], "foodexp": [0, 2400]}  # not a calibrated real design
 
 
 def records(frame: pd.DataFrame) -> dict:

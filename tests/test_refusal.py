@@ -18,7 +18,10 @@ from dpstats.planning.facts import PublicFacts
 from dpstats.planning.refusal import MAX_REL, RefusedBeforeSpending, check_target, verdict
 
 FORMULA = "foodexp ~ income"
-BOUNDS = {"income": (0, 5000), "foodexp": (0, 2500)}
+README_BOUNDS = {"income": (0, 5000), "foodexp": (0, 2500)}
+BOUNDS = {"income": (0, 5000), "foodexp": (0, 2400)}
+"""Not a calibrated real design (README_BOUNDS are: dpstats/planning/tables.py), so that these tests of the
+refusal's mechanics read the synthetic family, whose predictions fall with eps to any target."""
 TARGET = 0.05  # in foodexp per unit of income: auto's Theil-Sen is predicted at 0.078 at eps = 1 (n = 235)
 
 
@@ -111,7 +114,7 @@ def test_force_and_an_explicit_method_fit_and_say_so(data: pd.DataFrame) -> None
 
 
 def test_the_default_rule_lets_the_readme_demo_fit(data: pd.DataFrame) -> None:
-    res = dpstats.dp_ols(FORMULA, data, eps=1.0, bounds=BOUNDS, random_state=2026)
+    res = dpstats.dp_ols(FORMULA, data, eps=1.0, bounds=README_BOUNDS, random_state=2026)
     assert res.method == "theilsen" and res.plan_note is None
 
 

@@ -426,7 +426,6 @@ def test_the_band_keeps_a_small_part_of_all_pairs_at_larger_n() -> None:
     assert banded.v.size < full.v.size / 4, (banded.v.size, full.v.size)
 
 
-
 def test_theilsen_ends_on_a_resample_with_duplicated_rows_at_a_large_eps() -> None:
     """Theil-Sen at eps = 1e4 on a bootstrap resample of engel (84 duplicated rows) returns a slope.
 
