@@ -24,7 +24,7 @@ from ..mechanisms.quantiles import check_quantiles
 from ..planning.binary_choice import choose_binary
 from ..planning.facts import PublicFacts
 from ..planning.refusal import PlannedCall, check_target
-from ..planning.selection import choose
+from ..planning.selection import choose_for_target
 from ..privacy.accounting import PrivacySpent, check_budget, check_delta, check_eps, check_share
 from ..privacy.budget import Accountant, check_accountant, requested_spend
 from ..privacy.noise import RandomState, make_rng
@@ -543,7 +543,7 @@ def _fit(
     if spec is None:
         facts = PublicFacts.of(design, privacy.eps, privacy.delta, estimator, privacy.se_share)
         facts = replace(facts, n=_planning_rows(design.n, plan, bounds))
-        choice = choose_binary(facts, allowed, plan.force) if binary else choose(facts, allowed)
+        choice = choose_binary(facts, allowed, plan.force) if binary else choose_for_target(facts, allowed, plan.target)
         reason = choice.reason
         if choice.eps is not None:  # more is predicted no better on this design: spend less (never more)
             privacy = replace(privacy, eps=min(choice.eps, privacy.eps))

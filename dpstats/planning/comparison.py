@@ -31,7 +31,7 @@ from ..privacy.accounting import check_delta, check_eps, check_share
 from .candidates import CANDIDATES, label_of
 from .error_model import error_unit, predict
 from .facts import PublicFacts
-from .selection import USABLE_REL, choose
+from .selection import USABLE_REL, choose_for_target
 
 EPS_GRID = np.logspace(-2, 3, 101)
 N_GRID = np.unique(np.logspace(1.5, 7, 111).astype(int))
@@ -193,7 +193,7 @@ def compare_methods(
         rows.append(row)
     table = pd.DataFrame(rows)
     try:
-        choice = choose(facts, allowed)
+        choice = choose_for_target(facts, allowed, target)
     except ValueError:
         return MethodComparison(facts, table, None, False, "No mechanism applies to this design.")
     chosen = label_of(choice.method, choice.options, estimator) or choice.method

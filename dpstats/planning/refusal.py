@@ -36,7 +36,7 @@ from .candidates import CANDIDATES, Candidate, label_of
 from .comparison import MethodComparison, compare_methods, plan_facts
 from .error_model import Prediction, error_term, error_unit, predict
 from .facts import PublicFacts
-from .selection import choose
+from .selection import choose_for_target
 
 MAX_FAILURE = 0.5
 """A mechanism predicted to fail more often than this gives no answer worth the budget."""
@@ -107,12 +107,16 @@ def _candidate(method: str, options: Mapping[str, object], estimator: str) -> Ca
 
 
 def _prediction(
-    facts: PublicFacts, method: str, options: Mapping[str, object], allowed: Collection[str] | None = None
+    facts: PublicFacts,
+    method: str,
+    options: Mapping[str, object],
+    allowed: Collection[str] | None = None,
+    target: float | None = None,
 ) -> Prediction | None:
-    """The prediction for the mechanism the call runs (auto's choice among ``allowed``), None where the model
-    has none."""
+    """The prediction for the mechanism the call runs (auto's choice among ``allowed``, for ``target``), None
+    where the model has none."""
     if method == "auto":
-        choice = choose(facts, allowed)
+        choice = choose_for_target(facts, allowed, target)
         label = label_of(choice.method, choice.options, facts.estimator)
         return next((p for p in choice.predictions if p.label == label), None)
     candidate = _candidate(method, options, facts.estimator)
@@ -149,7 +153,7 @@ class PlannedCall:
             columns=columns,
         )  # fmt: skip
         facts = replace(facts, unit_rows=self.unit_rows, units=self.units)
-        prediction = _prediction(facts, method, options, self.allowed)
+        prediction = _prediction(facts, method, options, self.allowed, self.target)
         return None if prediction is None else verdict(prediction, facts, self.target)
 
     def refusal(self, reason: str) -> RefusedBeforeSpending:

@@ -38,12 +38,12 @@
 #' @examples
 #' \dontrun{
 #' data(engel, package = "quantreg")
-#' b <- dp_budget(eps = 2)
+#' b <- dp_budget(eps = 7.5)
 #' bounds <- list(income = c(0, 5000), foodexp = c(0, 2500))
-#' fit <- dp_ols(foodexp ~ income, data = engel, eps = 0.5, bounds = bounds, budget = b)
-#' med <- dp_quantreg(foodexp ~ income, data = engel, tau = c(0.25, 0.5, 0.75), eps = 1,
+#' fit <- dp_ols(foodexp ~ income, data = engel, eps = 1, bounds = bounds, budget = b)
+#' med <- dp_quantreg(foodexp ~ income, data = engel, tau = c(0.25, 0.5, 0.75), eps = 6,
 #'                    bounds = bounds, budget = b)
-#' b                     # spent 1.5 of 2
+#' b                     # spent 7 of 7.5
 #' dp_ledger(b)
 #' dp_budget_save(b, "paper-budget.json")
 #' b <- dp_budget_load("paper-budget.json")  # in a later session

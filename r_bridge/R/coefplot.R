@@ -24,7 +24,7 @@
 #' data(engel, package = "quantreg")
 #' b <- list(income = c(0, 5000), foodexp = c(0, 2500))
 #' fits <- list(OLS = dp_ols(foodexp ~ income, data = engel, eps = 1, bounds = b),
-#'              Median = dp_quantreg(foodexp ~ income, data = engel, tau = 0.5, eps = 1, bounds = b))
+#'              Median = dp_quantreg(foodexp ~ income, data = engel, tau = 0.5, eps = 5, bounds = b))
 #' dpstats_coefplot(fits, file = tempfile(fileext = ".png"))
 #' }
 #' @export

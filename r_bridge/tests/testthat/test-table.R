@@ -126,7 +126,7 @@ test_that("several quantiles from one dp_quantreg call make one column each, alo
   skip_if_not_installed("quantreg")
   data("engel", package = "quantreg", envir = environment())
   b <- list(income = c(0, 5000), foodexp = c(0, 2500))
-  qs <- dp_quantreg(foodexp ~ income, data = engel, tau = c(0.25, 0.75), eps = 2, bounds = b, random_state = 4)
+  qs <- dp_quantreg(foodexp ~ income, data = engel, tau = c(0.25, 0.75), eps = 4, bounds = b, random_state = 4)
   ols <- dp_ols(foodexp ~ income, data = engel, eps = 1, bounds = b, random_state = 5)
   alone <- dpstats_table(qs, format = "text")
   expect_identical(unclass(alone), unclass(dpstats_table(unname(qs$fits), format = "text")))
