@@ -82,11 +82,7 @@ class Choice:
 
 
 def scores(predictions: list[Prediction]) -> np.ndarray:
-    """Each prediction's geometric-mean regret over the scenarios (1 = best in every scenario); where they are
-    read from different families (a real design's, whose one scenario is its data, beside a synthetic one for a
-    candidate that design was not calibrated with), the regret of each one's typical deviation."""
-    if len({len(p.dev) for p in predictions}) > 1:
-        predictions = [Prediction(p.label, (p.typical_dev,), (p.typical_rel,), p.failure) for p in predictions]
+    """Each prediction's geometric-mean regret over the scenarios (1 = best in every scenario)."""
     dev = np.array([p.dev for p in predictions])
     best = dev.min(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
