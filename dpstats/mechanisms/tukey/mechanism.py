@@ -3,7 +3,7 @@
 Amin, Joseph, Ribero, Vassilvitskii (2023), "Easy differentially private linear
 regression", Algorithm 2 (DPTukey), with the propose-test-release (PTR) step of
 Brown, Gaboardi, Smith, Ullman, Zakynthinou (2021), Algorithm 1 and Lemma 3.8.
-``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None, jackknife=True, skew=3.0)``, and
+``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None, jackknife=True, skew=None)``, and
 ``dp_quantreg(..., q=tau, method="tukey")``, whose batches fit the tau-th
 regression quantile instead of OLS (dpstats/mechanisms/tukey/quantile_models.py),
 and ``dp_logit`` / ``dp_probit`` (``link=``), whose batches fit the link's
@@ -120,6 +120,7 @@ zero volume that remains is exact (log -inf, so D = 0).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 
@@ -238,12 +239,12 @@ def fit(
     batch q-th quantile regressions when ``q`` is given (``dp_quantreg``; not jackknifed), or on batch
     bias-corrected MLEs of ``link`` ("logit" or "probit": ``dp_logit`` / ``dp_probit``). The intervals allow
     for the median of fits whose rows have skewness up to ``skew`` (dpstats/mechanisms/tukey/inference.py,
-    step 3); None is :data:`.inference.SKEW` for OLS and quantile fits and :data:`.inference.BINARY_SKEW` for
-    the binary fits."""
+    step 3), in full; None is :func:`default_allowance`: :data:`.inference.SKEW` for OLS and quantile fits, as far
+    as it widens the intervals by at most :data:`.inference.ALLOWANCE_COST`, and :data:`.inference.BINARY_SKEW`
+    in full for the binary fits."""
     n, d = design.n, design.n_columns
     binary = link is not None
-    if skew is None:
-        skew = inference.BINARY_SKEW if binary else inference.SKEW
+    allowance = default_allowance(binary) if skew is None else inference.SkewAllowance(float(skew), 0)
     share = privacy.share(inference.default_share(n, d, privacy.eps, privacy.delta, m, binary))
     point_privacy = PrivacyRequest(privacy.eps * (1.0 - share), privacy.delta)
     rule = "given" if m is not None else "default"
@@ -277,11 +278,21 @@ def fit(
         info["t"],
         point_privacy.eps / 4,
         eps_spread,
-        inference.SkewAllowance(float(skew), n // m),
+        dataclasses.replace(allowance, rows=n // m),
     )
     stats = {**stats, "skew allowance": law.allowance}
+    info = {**info, "skew covered": round(law.skew, 3)}
     replicates = law.replicates(noise.postprocessing_rng(rng), point)
     return Release(point, law.cov, spent, note, noisy_stats=stats, hyperparameters=info, replicates=replicates)
+
+
+def default_allowance(binary: bool) -> inference.SkewAllowance:
+    """The allowance of ``skew=None`` (its ``rows`` set by :func:`fit`): :data:`.inference.BINARY_SKEW` in full for
+    the binary fits, :data:`.inference.SKEW` at a widening of at most :data:`.inference.ALLOWANCE_COST` for OLS and
+    quantile fits (dpstats/mechanisms/tukey/inference.py, step 3)."""
+    if binary:
+        return inference.SkewAllowance(inference.BINARY_SKEW, 0)
+    return inference.SkewAllowance(inference.SKEW, 0, inference.ALLOWANCE_COST)
 
 
 EXTREME = MODEL_LIMIT * 1e-50
