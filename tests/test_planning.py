@@ -36,7 +36,7 @@ from dpstats.planning.error_model import (
     reference,
 )
 from dpstats.planning.facts import PublicFacts
-from dpstats.planning.selection import MAX_FAILURE, NEGLIGIBLE_REL, USABLE_REL, choose
+from dpstats.planning.selection import C68, NEGLIGIBLE_REL, USABLE_REL, choose, failure_price
 
 ENGEL_BOUNDS = {"income": (0, 5000), "foodexp": (0, 2500)}
 WAGE = "np.log(wage) ~ education + experience + I(experience**2) + C(gender) + C(union) + C(married) + C(sector)"
@@ -221,11 +221,39 @@ def test_auto_avoids_predicted_failures_and_unproven_mechanisms(n: int, eps: flo
         assert choice.method in {c.method for c in CANDIDATES} and choice.method != "kng"
         label = label_of(choice.method, choice.options, "ols")
         chosen = next(p for p in choice.predictions if p.label == label)
-        if any(p.failure <= MAX_FAILURE for p in choice.predictions):
-            assert chosen.failure <= MAX_FAILURE
+        answers = [np.all(np.isfinite(failure_price(p.failures))) for p in choice.predictions]
+        if any(answers):  # some candidate answers in every scenario: auto's choice does too
+            assert np.all(np.isfinite(failure_price(chosen.failures)))
     quantile = choose(_facts("y ~ x", 1000, 1.0, {"x": (0, 1), "y": (0, 1)}, estimator="quantreg"))
     assert quantile.method == "histogram"
     assert choose(_facts("y ~ 1", 1000, 1.0, {"y": (0, 1)}, estimator="quantreg")).method == "kng"
+
+
+def test_failure_price_is_the_c68_of_errors_with_failures_counted_infinite() -> None:
+    """Against simulation: half-normal errors, exactly a share f of them replaced by infinity; the 68th
+    percentile over the successes' 68th percentile. 400,000 draws per f: the simulated ratio's sd is at most
+    0.0045 (f = 0.3, where the quantile is at 0.97), so a tolerance of 0.02 (4.4 sd) fails by chance with
+    probability under 1e-5 per f."""
+    rng = np.random.default_rng(20261129)
+    errors = np.abs(rng.standard_normal(400_000))
+    assert failure_price(np.array([0.0]))[0] == pytest.approx(1.0)
+    for f in (0.01, 0.1, 0.2, 0.3):
+        outcomes = errors.copy()
+        outcomes[rng.permutation(errors.size)[: round(f * errors.size)]] = np.inf  # exactly a share f fails
+        simulated = np.quantile(outcomes, C68) / np.quantile(errors, C68)
+        assert failure_price(np.array([f]))[0] == pytest.approx(simulated, abs=0.02)
+    assert np.isinf(failure_price(np.array([0.32, 0.5]))).all()
+
+
+def test_auto_takes_a_mechanism_that_fails_in_one_scenario_where_it_errs_least_in_the_others() -> None:
+    """n = 30, eps = 1: the histogram fails in 17% of the skewed scenario's calls and in none of the uniform
+    ones, where it errs least (and on the Alabi et al. grid: benchmarks/bench_auto.py); priced as C(68) counts
+    a failure, it is still the best there, where dropping it for any failure above 1% took Theil-Sen."""
+    facts = _facts("y ~ x", 30, 1.0, {"x": (0, 1), "y": (0, 1)})
+    choice = choose(facts)
+    histogram = next(p for p in choice.predictions if p.label == "histogram")
+    assert 0.0 < histogram.failure < 0.32 and min(histogram.failures) == 0.0
+    assert choice.method == "histogram"
 
 
 @pytest.mark.parametrize("eps", [1.0, 5.0])

@@ -103,6 +103,8 @@ class Prediction:
     eps: float | None = None
     """The budget it is read at where auto would spend less than the call's eps (dpstats/planning/selection.py),
     else None."""
+    failures: tuple[float, ...] | None = None
+    """Each scenario's predicted failure rate (``failure`` is the largest of them)."""
 
     @property
     def typical_dev(self) -> float:
@@ -239,16 +241,17 @@ def predict(candidate: Candidate, facts: PublicFacts) -> Prediction:
         return Prediction(candidate.label, (math.inf,), (math.inf,), 1.0, refused=True)
     dev = np.minimum(np.exp(_interpolate(grid.dev, grid, point, MAX_DECAY["dev"])), CAP)
     rel = np.minimum(np.exp(_interpolate(grid.rel, grid, point, MAX_DECAY["rel"])), CAP)
-    failure = float(np.clip(_interpolate(grid.failure, grid, point, MAX_DECAY["failure"]), 0.0, 1.0))
+    failures = np.clip(_interpolate(grid.failure, grid, point, MAX_DECAY["failure"]), 0.0, 1.0)
     tail = np.minimum(np.exp(_interpolate(grid.tail, grid, point, MAX_DECAY["dev"])), CAP)
     worst = np.minimum(np.exp(_interpolate(grid.worst, grid, point, MAX_DECAY["dev"])), CAP)
     return Prediction(
         candidate.label,
         tuple(map(float, dev)),
         tuple(map(float, rel)),
-        failure,
+        float(failures.max()),
         tail=None if np.isnan(tail).any() else tuple(map(float, tail)),
         noise=grid.noise,
         fill=grid.fill,
         worst=None if np.isnan(worst).any() else tuple(map(float, worst)),
+        failures=tuple(map(float, failures)),
     )

@@ -3,7 +3,7 @@
 written by benchmarks/calibrate_real_designs.py).
 
 A grid holds one candidate's cells of one family on (log n, log eps, log d or log L) with, per cell, each
-reference scenario's log deviation (``dev``, ``rel``, ``tail``) and the cell's failure rate. A real design is a
+reference scenario's log deviation (``dev``, ``rel``, ``tail``) and failure rate. A real design is a
 family of its own: its third axis has one point and its one scenario is the design's data (resampled), so it
 has no noise level or fill of its own to match a released spread against, and it records ``worst``, the
 largest relative error of a coefficient the data determine well (benchmarks/calibrate_real_designs.py).
@@ -33,7 +33,7 @@ class Grid:
     axes: tuple[np.ndarray, np.ndarray, np.ndarray]
     dev: np.ndarray  # (n, eps, d or L, scenario), log
     rel: np.ndarray
-    failure: np.ndarray  # (n, eps, d or L)
+    failure: np.ndarray  # as dev, each scenario's failure rate (not logged)
     refused: np.ndarray  # (n, eps, d or L), bool; cells the calibration did not simulate count as refused
     tail: np.ndarray  # as dev, NaN in the cells calibrated before the tail was recorded
     noise: tuple[float, ...]  # each scenario's noise level (sd_e, unit scale)
@@ -49,7 +49,7 @@ def _grid(cells: list[dict], shape_key: str) -> Grid:
     dev, rel = np.full((*shape, scen), math.log(CAP)), np.full((*shape, scen), math.log(CAP))
     tail = np.full((*shape, scen), math.log(CAP))  # NaN where a simulated cell records no tail
     worst = np.full((*shape, scen), math.log(CAP))  # NaN where a simulated cell records none
-    failure, refused = np.ones(shape), np.ones(shape, dtype=bool)
+    failure, refused = np.ones((*shape, scen)), np.ones(shape, dtype=bool)
     simulated = [c for c in cells if not c["refused"]]
     for c in cells:
         at = (ns.index(c["n"]), es.index(c["eps"]), ds.index(c[shape_key]))
@@ -60,7 +60,7 @@ def _grid(cells: list[dict], shape_key: str) -> Grid:
         rel[at] = [_log(s["rel"]) for s in c["scenarios"]]
         tail[at] = [_log(s["tail"]) if "tail" in s else math.nan for s in c["scenarios"]]
         worst[at] = [_log(s["worst"]) if "worst" in s else math.nan for s in c["scenarios"]]
-        failure[at] = max(s["failure"] for s in c["scenarios"])
+        failure[at] = [s["failure"] for s in c["scenarios"]]
     scenarios = [s for s in (simulated[0]["scenarios"] if simulated else []) if "sd_e" in s]
     noise = tuple(float(s["sd_e"]) for s in scenarios)
     fill = tuple(SKEWED_VARIANCE if s["var_x"] == "skewed" else float(s["var_x"]) for s in scenarios)
