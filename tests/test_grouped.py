@@ -281,3 +281,18 @@ def test_tidy_to_parquet_is_one_line(tmp_path) -> None:
     res.tidy().to_parquet(tmp_path / "slopes.parquet")
     back = pd.read_parquet(tmp_path / "slopes.parquet")
     assert back.shape == (6, 6) and back["tract"].tolist() == [0, 0, 1, 1, 2, 2]
+
+
+def test_a_progress_bar_shows_only_once_the_fits_run_longer_than_its_delay(monkeypatch, capsys) -> None:
+    """tqdm's bar (``delay``: it appears after PROGRESS_SECONDS) on the group-by-group fits: none on a fast
+    call at the default delay; with the delay at 0 the bar is written to stderr."""
+    pytest.importorskip("tqdm")
+    from dpstats.groups import fit as group_fit
+
+    d, _ = _bad_key_pair("undeclared")
+    call = dict(eps=1.0, bounds=UNIT, method="histogram", by="tract", groups=[0, 1, 2], random_state=13)
+    dpstats.dp_ols("y ~ x", d, **call)
+    assert "group" not in capsys.readouterr().err
+    monkeypatch.setattr(group_fit, "PROGRESS_SECONDS", 0.0)
+    dpstats.dp_ols("y ~ x", d, **call)
+    assert "3/3" in capsys.readouterr().err

@@ -44,8 +44,8 @@ from .partition import GroupBudget, GroupDeclaration, group_budget, group_codes,
 
 #: From this many rows (over all groups) the group-by-group fits run on a process pool by default.
 POOL_ROWS = 500_000
-#: From this many groups a progress bar shows (tqdm, where installed).
-PROGRESS_GROUPS = 2_000
+#: A progress bar (tqdm, where installed) shows once the group-by-group fits have run this many seconds.
+PROGRESS_SECONDS = 3.0
 
 
 def fit_by_group(
@@ -339,11 +339,9 @@ class _NoProgress:
 
 
 def _progress(total: int) -> object:
-    """A tqdm bar for long work (where tqdm is installed), else nothing."""
-    if total < PROGRESS_GROUPS:
-        return _NoProgress()
+    """A tqdm bar that appears after :data:`PROGRESS_SECONDS` (where tqdm is installed), else nothing."""
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return _NoProgress()
-    return tqdm(total=total, desc="groups", unit="group")
+    return tqdm(total=total, desc="groups", unit="group", delay=PROGRESS_SECONDS)
