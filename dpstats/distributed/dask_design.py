@@ -24,20 +24,32 @@ mechanism may read the rows several times (NoisyStats' standard errors need
 the residual meat at the released estimate: a second pass over the data),
 each time for a sum at public, already released values.
 
-Mechanisms that need every row in one place (Theil-Sen's pairs, Tukey depth,
-the gradient methods' passes, KNG quantile regression's chain) are refused
-before any data are read, with the alternatives named. ``method="auto"``
-chooses among the mechanisms that run here (:func:`supported`), by the same
-error model and refusal rule as on pandas, once the rows are counted (n is
-public). Grouped calls (``by=``) on a dask DataFrame are in
-dpstats/distributed/by_group.py, where auto is refused.
+Tukey depth (least squares; Amin et al. 2023) runs here by name: its batches
+are dealt row by row, by the partition's index and the row's position in it,
+and each partition sums its rows' normal equations batch by batch
+(dpstats/mechanisms/tukey/dealt.py, whose statistic is the one that reads the
+partition's index); the batch fits are not jackknifed there. auto does not
+choose it on Dask, and grouped fits refuse it (:data:`DEALT`).
+
+Mechanisms that need every row in one place (Theil-Sen's pairs, the gradient
+methods' passes, KNG quantile regression's chain, Tukey's quantile and binary
+fits) are refused before any data are read, with the alternatives named.
+``method="auto"`` chooses among the mechanisms whose statistics are sums
+(:func:`supported`), by the same error model and refusal rule as on pandas,
+once the rows are counted (n is public). Grouped calls (``by=``) on a dask
+DataFrame are in dpstats/distributed/by_group.py, where auto is refused.
+
+A pass over the partitions that runs longer than a few seconds shows a tqdm
+progress bar on a terminal (:func:`tree_sum`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -45,6 +57,7 @@ import pandas as pd
 
 from ..design.matrix import Design, Statistic
 from ..frontend.formula import FormulaSpec, build_design
+from ..groups.fit import PROGRESS_SECONDS
 from ..mechanisms import REGISTRY, MechanismSpec
 
 
@@ -53,20 +66,31 @@ def is_dask(data: object) -> bool:
     return type(data).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
-def supported(estimator: str) -> list[str]:
-    """The mechanisms that fit ``estimator`` on a Dask DataFrame."""
-    return [name for name, spec in REGISTRY.items() if estimator in spec.distributed]
+DEALT = frozenset({"tukey"})
+"""The mechanisms whose statistic on a Dask DataFrame deals the rows to batches by their positions in their
+partitions (:class:`~dpstats.mechanisms.tukey.dealt.DealtEquations`): one fit, by name. auto does not choose
+them there (its error model is calibrated on the pandas path's jackknifed batches) and grouped fits do not run
+them (by_group.py computes its sums over each group's kept rows, not at positions)."""
 
 
-def check_method(spec: MechanismSpec | None, estimator: str) -> None:
-    """Refuse, before any data are read, a method that needs every row in one place."""
-    names = ", ".join(repr(name) for name in supported(estimator))
+def supported(estimator: str, grouped: bool = True) -> list[str]:
+    """The mechanisms that fit ``estimator`` on a Dask DataFrame: those auto chooses among and a grouped fit
+    runs, and with ``grouped=False`` those that run for one fit by name (:data:`DEALT`)."""
+    return [
+        name for name, spec in REGISTRY.items() if estimator in spec.distributed and not (grouped and name in DEALT)
+    ]
+
+
+def check_method(spec: MechanismSpec | None, estimator: str, grouped: bool = True) -> None:
+    """Refuse, before any data are read, a method that needs every row in one place (or, in a grouped fit, one
+    of :data:`DEALT`)."""
+    names = ", ".join(repr(name) for name in supported(estimator, grouped))
     if spec is None:
         raise ValueError(
             f"method='auto' is not available for a grouped fit on a dask DataFrame; pass method= one of {names} "
             "(their statistics are sums over rows, computed on the workers)"
         )
-    if estimator not in spec.distributed:
+    if spec.name not in supported(estimator, grouped):
         raise ValueError(
             f"method={spec.name!r} needs every row in one place and does not run on a dask DataFrame; "
             f"use method= one of {names}, or .compute() the data into a pandas DataFrame if it fits in memory"
@@ -90,7 +114,7 @@ def dask_design(
     the number of rows (public); ``chunks`` sums a statistic over the partitions.
     """
     if spec is not None:  # auto chooses among the mechanisms that run here (dpstats/api/estimators.py)
-        check_method(spec, estimator)
+        check_method(spec, estimator, grouped=False)
     if not isinstance(getattr(data, "_meta", None), pd.DataFrame):
         raise TypeError("data: a dask DataFrame is needed (not a dask Series or Array)")
     build = functools.partial(_partition_design, formula, bounds, levels, need_bounds, missing)
@@ -114,9 +138,14 @@ def _partition_design(
     return build_design(formula, partition, bounds, levels, need_bounds=need_bounds, missing=missing, min_rows=0)
 
 
-def _partition_total(partition: pd.DataFrame, build: Callable, statistic: Statistic) -> Any:
-    """``statistic`` of one partition's design (runs on a worker)."""
+def _partition_total(partition: pd.DataFrame, index: int, build: Callable, statistic: Statistic) -> Any:
+    """``statistic`` of one partition's design (runs on a worker); a dealt statistic also reads the partition's
+    ``index`` (its rows' batches are dealt by position, dpstats/mechanisms/tukey/dealt.py)."""
+    from ..mechanisms.tukey.dealt import DealtEquations  # imported where used: the family stays lazy
+
     design, _ = build(partition)
+    if isinstance(statistic, DealtEquations):
+        return statistic.chunk(design, index)
     return statistic(design)
 
 
@@ -124,14 +153,54 @@ def _total(data: Any, build: Callable, statistic: Statistic) -> Any:
     """``statistic`` added over the partitions of ``data``: partial sums on the workers, one total returned."""
     import dask
 
-    return tree_sum([dask.delayed(_partition_total)(part, build, statistic) for part in data.to_delayed()])
+    apply = dask.delayed(_partition_total)
+    return tree_sum([apply(part, index, build, statistic) for index, part in enumerate(data.to_delayed())])
 
 
 def tree_sum(parts: list[Any]) -> Any:
-    """The sum of delayed partial results, added on the workers in a binary tree; only the total is returned."""
-    import dask
+    """The sum of delayed partial results, added on the workers in a binary tree; only the total is returned.
 
+    A pass that runs longer than :data:`~dpstats.groups.fit.PROGRESS_SECONDS` shows a tqdm bar (where tqdm is
+    installed) on a terminal, none when the output is not one (as in tests): the partitions done on a
+    distributed cluster, the tasks done on a local scheduler. It shows how far the pass has come, nothing of
+    the data.
+    """
+    import dask
+    from dask.base import get_scheduler
+
+    client = getattr(get_scheduler(), "__self__", None)
+    distributed = sys.modules.get("distributed")
+    if distributed is None or not isinstance(client, distributed.Client):
+        with _task_progress():
+            return dask.compute(_tree(parts, dask.delayed(operator.add)))[0]
+    futures = client.compute(parts)
+    total = _tree(futures, functools.partial(client.submit, operator.add))
+    for _ in _progress(distributed.as_completed(futures, loop=client.loop), len(futures)):
+        pass
+    return total.result()
+
+
+def _progress(done: Iterable[Any], total: int) -> Iterable[Any]:
+    """``done`` with a tqdm bar over ``total`` partitions (module :func:`tree_sum`); itself without tqdm."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return done
+    return tqdm(done, total=total, desc="partitions", unit="partition", delay=PROGRESS_SECONDS, disable=None)
+
+
+def _task_progress() -> contextlib.AbstractContextManager:
+    """A dask callback with a tqdm bar over a local scheduler's tasks (:func:`tree_sum`); nothing without tqdm."""
+    try:
+        from tqdm.dask import TqdmCallback
+    except ImportError:
+        return contextlib.nullcontext()
+    return TqdmCallback(desc="dask tasks", delay=PROGRESS_SECONDS, disable=None)
+
+
+def _tree(parts: list[Any], add: Callable[[Any, Any], Any]) -> Any:
+    """``parts`` added pairwise by ``add`` (delayed or submitted: on the workers) in a binary tree."""
     while len(parts) > 1:
-        pairs = [dask.delayed(operator.add)(a, b) for a, b in zip(parts[::2], parts[1::2], strict=False)]
+        pairs = [add(a, b) for a, b in zip(parts[::2], parts[1::2], strict=False)]
         parts = pairs + parts[2 * len(pairs) :]
-    return dask.compute(parts[0])[0]
+    return parts[0]

@@ -92,6 +92,22 @@ def independent_rngs(seed: int, count: int) -> list[np.random.Generator]:
     return [_chacha(child) for child in np.random.SeedSequence(seed, pool_size=_POOL_WORDS).spawn(count)]
 
 
+def stream_key(rng: np.random.Generator) -> int:
+    """A 256-bit key drawn from ``rng``, for streams made elsewhere (a Dask worker) by :func:`keyed_rng`."""
+    return int.from_bytes(rng.bytes(32), "little")
+
+
+def keyed_rng(key: int, *path: int) -> np.random.Generator:
+    """The ChaCha20 stream at ``path`` under ``key`` (SeedSequence's spawn key: distinct paths give independent
+    streams; ``keyed_rng(key, i)`` is ``independent_rngs(key, count)[i]``), the same on every machine."""
+    return _chacha(np.random.SeedSequence(key, spawn_key=path, pool_size=_POOL_WORDS))
+
+
+def integers(rng: np.random.Generator, high: int, size: int) -> np.ndarray:
+    """``size`` uniform integers in ``[0, high)`` (numpy's bounded integers: exactly uniform, no modulo bias)."""
+    return rng.integers(0, high, size)
+
+
 # --------------------------------------------------------------------------
 # Recording (privacy audit): every noisy release logs its exact input.
 # --------------------------------------------------------------------------

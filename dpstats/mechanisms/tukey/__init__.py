@@ -3,7 +3,8 @@
 ``mechanism`` (the fit), ``models`` (the disjoint batches' OLS models), ``quantile_models`` (their
 quantile regressions, for ``dp_quantreg``), ``logit_models`` (their bias-corrected logit or probit MLEs, for
 ``dp_logit`` / ``dp_probit``),
-``depth`` (volumes, distance to unsafety, sampling by depth) and
+``depth`` (volumes, distance to unsafety, sampling by depth), ``dealt`` (the batches of rows on a Dask
+DataFrame's partitions, dealt row by row and summed on the workers) and
 ``default_m`` (the number of models, from public facts).
 """
 
@@ -26,4 +27,5 @@ SPEC = MechanismSpec(
     check_request=check_request,
     unit_native=True,
     weighted=frozenset({"ols", "quantreg", "logit", "probit"}),
+    distributed=frozenset({"ols"}),
 )

@@ -3,7 +3,7 @@
 Amin, Joseph, Ribero, Vassilvitskii (2023), "Easy differentially private linear
 regression", Algorithm 2 (DPTukey), with the propose-test-release (PTR) step of
 Brown, Gaboardi, Smith, Ullman, Zakynthinou (2021), Algorithm 1 and Lemma 3.8.
-``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None, jackknife=True, skew=None)``, and
+``dp_ols(formula, data, eps=..., delta=..., method="tukey", m=None, jackknife=None, skew=None)``, and
 ``dp_quantreg(..., q=tau, method="tukey")``, whose batches fit the tau-th
 regression quantile instead of OLS (dpstats/mechanisms/tukey/quantile_models.py),
 and ``dp_logit`` / ``dp_probit`` (``link=``), whose batches fit the link's
@@ -19,7 +19,9 @@ only that each model is a function of its own batch and of data-independent draw
    jackknifed (dpstats/mechanisms/tukey/jackknife.py: on a misspecified model,
    as real regressions are, OLS on a few dozen rows is biased by O(1/b), which
    the median of a thousand batches turns into standard errors of bias);
-   ``jackknife=False`` is the paper's batch OLS.
+   ``jackknife=False`` is the paper's batch OLS, and the default on a Dask
+   DataFrame, whose rows are dealt to the batches one by one and summed on the
+   workers (dpstats/mechanisms/tukey/dealt.py: the same proof, below).
 2. Approximate Tukey depth T on axis-aligned boxes and the volumes V_i of the
    regions of depth >= i, all in log space (tukey_depth.py; Definition 2.5,
    Lemma 3.3).
@@ -53,7 +55,9 @@ section 2), proved directly below rather than by group privacy.
 independently of the data; fix them. Each model is a function of its own batch
 and its own jitter draw, so replacing row r changes only the model of r's
 batch: the model multisets Y, Y' (m points each, m public) differ by the
-*replacement* of at most one point. A mixture, with data-independent weights,
+*replacement* of at most one point. (On a Dask DataFrame the partition is a
+deal of each row, by its position, to a uniform batch: drawn independently of
+the data too, dpstats/mechanisms/tukey/dealt.py.) A mixture, with data-independent weights,
 of (eps, delta)-DP mechanisms is (eps, delta)-DP, so it suffices that steps 2-4
 are (eps, delta)-DP when one of the m points is replaced. This is a
 replacement, not an addition or removal: Amin et al. prove add/remove DP,
@@ -134,13 +138,16 @@ from ...privacy.noise import exponential_mechanism_point_release, laplace_mechan
 from ..base import PrivacyRequest, Release, failed_release, refuse_rho
 from . import depth as td
 from . import exact_draw, inference
+from .dealt import dealt_models
 from .default_m import MIN_MODELS, default_m, default_m_binary
 from .jackknife import batch_ols_jackknife
 from .logit_models import glm_batch_fit
 from .models import MODEL_LIMIT, BatchFit, batch_ols, partition_models, unit_partition_models
 from .quantile_models import quantile_batch_fit
 
-DEFAULTS: dict[str, object] = {"m": None, "jackknife": True, "skew": None}
+DEFAULTS: dict[str, object] = {"m": None, "jackknife": None, "skew": None}
+"""``jackknife=None``: jackknifed batch OLS fits where the rows are in one place (a pandas DataFrame), the paper's
+batch OLS where they stay on a Dask DataFrame's partitions (dpstats/mechanisms/tukey/dealt.py)."""
 
 SE_NOTE = (
     "Standard errors and t intervals cover the sampling error of the aggregate of the m batch fits and the "
@@ -154,6 +161,11 @@ UNAFFORDABLE_NOTE = (
     "would refuse at a smaller eps), so the default se_share is 0 here and SEs, tests and intervals are NaN; "
     "pass se_share > 0 to spend part of eps on them anyway."
 )
+DEALT = "each row dealt to a uniform batch by its position (Dask): sizes vary around n/m"
+DEALT_JACKKNIFE = (
+    "jackknife=True needs every row in one place (each row's leverage and residual); on a Dask DataFrame the batch "
+    "fits are the paper's OLS: leave jackknife unset or pass jackknife=False"
+)
 PTR_FAILED = (
     "propose-test-release refused: the noisy distance to unsafety was below the threshold "
     "log(1/(2 delta))/eps1 (the paper's failure output; more rows per model or a larger eps helps)"
@@ -164,13 +176,13 @@ SAMPLE = "restricted exponential mechanism (Tukey depth)"
 
 
 def check_request(privacy: PrivacyRequest, options: Mapping[str, object]) -> None:
-    """Schema checks before the data are read: delta > 0, a valid ``m``, a boolean ``jackknife`` and a finite
-    ``skew >= 0``."""
+    """Schema checks before the data are read: delta > 0, a valid ``m``, a boolean (or None) ``jackknife`` and a
+    finite ``skew >= 0``."""
     refuse_rho(privacy, "tukey")
     if privacy.delta == 0:
         raise ValueError("method='tukey' is approximate DP (propose-test-release): it needs delta > 0")
-    if not isinstance(options.get("jackknife", True), bool | np.bool_):
-        raise TypeError("jackknife must be True or False")
+    if not isinstance(options.get("jackknife"), bool | np.bool_ | None):
+        raise TypeError("jackknife must be True, False or None (the default: True unless the data are on Dask)")
     skew = options.get("skew")
     if skew is None:
         skew = inference.SKEW
@@ -229,19 +241,28 @@ def fit(
     privacy: PrivacyRequest,
     rng: np.random.Generator,
     m: int | None = None,
-    jackknife: bool = True,
+    jackknife: bool | None = None,
     q: float | None = None,
     skew: float | None = None,
     link: str | None = None,
 ) -> Release:
     """Run the Tukey mechanism on ``design`` (see the module docstring), with its intervals (:mod:`.inference`):
-    on batch OLS fits (jackknifed unless ``jackknife=False``: dpstats/mechanisms/tukey/jackknife.py), or on
+    on batch OLS fits (jackknifed unless ``jackknife=False``: dpstats/mechanisms/tukey/jackknife.py; ``None``
+    jackknifes them where the rows are in one place), or on
     batch q-th quantile regressions when ``q`` is given (``dp_quantreg``; not jackknifed), or on batch
     bias-corrected MLEs of ``link`` ("logit" or "probit": ``dp_logit`` / ``dp_probit``). The intervals allow
     for the median of fits whose rows have skewness up to ``skew`` (dpstats/mechanisms/tukey/inference.py,
     step 3), in full; None is :func:`default_allowance`: :data:`.inference.SKEW` for OLS and quantile fits, as far
     as it widens the intervals by at most :data:`.inference.ALLOWANCE_COST`, and :data:`.inference.BINARY_SKEW`
-    in full for the binary fits."""
+    in full for the binary fits.
+
+    A design whose rows stay on a Dask DataFrame's partitions (``design.X`` None) gets batches dealt row by row
+    and summed on the workers (dpstats/mechanisms/tukey/dealt.py), not jackknifed: ``jackknife=None`` is False
+    there, decided by that public fact alone, and ``jackknife=True`` is refused before a sum is read."""
+    dealt = design.X is None
+    if dealt and jackknife:
+        raise ValueError(DEALT_JACKKNIFE)
+    jackknife = not dealt if jackknife is None else bool(jackknife)
     n, d = design.n, design.n_columns
     binary = link is not None
     allowance = default_allowance(binary) if skew is None else inference.SkewAllowance(float(skew), 0)
@@ -251,13 +272,17 @@ def fit(
     units = design.units
     m = int(m) if m is not None else models_for(n, d, point_privacy.eps, privacy.delta, units, binary)
     check_models(n, d, m, units)
-    fits = batch_fit(q, jackknife, link)
-    if units is None:
-        models = partition_models(design.X, design.y, m, rng, fits, design.weights)
+    if dealt:
+        models = dealt_models(design, m, rng)
+    elif units is None:
+        models = partition_models(design.X, design.y, m, rng, batch_fit(q, jackknife, link), design.weights)
     else:
+        fits = batch_fit(q, jackknife, link)
         models = unit_partition_models(design.X, design.y, units.codes, units.count, m, rng, fits)
     point, stats, info = release_from_models(models, point_privacy, rng)
-    info = {"m": m, "m rule": rule, "rows per model": n // m, **info}
+    info = {"m": m, "m rule": rule, "rows per model": n // m, "jackknife": jackknife, **info}
+    if dealt:
+        info = {**info, "batches": DEALT}
     if units is not None:
         info = {**info, f"{units.name}s per model": units.count // m}
     spent = privacy_spent(privacy, share, d)

@@ -97,8 +97,7 @@ def partition_models(
     ]
     models = np.vstack([coef for coef, _ in fits])
     dropped = np.vstack([aliased for _, aliased in fits])
-    models[dropped] = signs[dropped] * MODEL_LIMIT
-    return break_ties(models, rng)
+    return finish_models(models, dropped, signs, rng)
 
 
 def unit_partition_models(
@@ -136,7 +135,13 @@ def unit_partition_models(
         same = np.flatnonzero(sizes == size)
         rows = np.vstack([rows_of[j] for j in same]) if size else np.zeros((same.size, 0), dtype=np.int64)
         models[same], dropped[same] = batch_fit(np.take(X, rows, axis=0), np.take(y, rows), None)
-    models[dropped] = signs[dropped] * MODEL_LIMIT
+    return finish_models(models, dropped, signs, rng)
+
+
+def finish_models(models: np.ndarray, unknown: np.ndarray, signs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The ``(m, d)`` models with each coefficient a batch cannot estimate at ``signs * MODEL_LIMIT`` (``signs``
+    drawn before the data are read: :func:`unknown_signs`) and their ties broken (:func:`break_ties`)."""
+    models = np.where(unknown, signs * MODEL_LIMIT, models)
     return break_ties(models, rng)
 
 
@@ -179,8 +184,14 @@ def batch_ols(Xb: np.ndarray, yb: np.ndarray, wb: np.ndarray | None = None) -> t
     the intercept and the dummies whose difference alone the batch sees (the
     elimination would have kept them, with the meaning of another baseline).
     """
+    return models_of_equations(*normal_equations(Xb, yb, wb))
+
+
+def models_of_equations(G: np.ndarray, rhs: np.ndarray, bad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(k, d)`` coefficients of each batch's normal equations (``G`` ``(d, d, k)``, ``rhs`` ``(d, k)``, zero
+    where ``bad``: :func:`normal_equations`), clipped to ``MODEL_LIMIT``, and the ``(k, d)`` mask of those the batch
+    cannot estimate (:func:`batch_ols`). Each batch's model is a function of its own equations only."""
     with np.errstate(all="ignore"):
-        G, rhs, bad = normal_equations(Xb, yb, wb)
         coef = solve(G, rhs)
         unknown = ~_estimable(G) & ~bad[:, None]
     return np.clip(coef, -MODEL_LIMIT, MODEL_LIMIT), unknown
@@ -199,6 +210,12 @@ def normal_equations(
         np.matmul(Xw.transpose(0, 2, 1), Xb, out=G.transpose(2, 0, 1))
         rhs = np.empty((d, k))
         np.matmul(Xw.transpose(0, 2, 1), yb[:, :, None], out=rhs.T[:, :, None])
+    return finite_equations(G, rhs)
+
+
+def finite_equations(G: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(G, rhs, bad)``: the ``(k,)`` mask ``bad`` of the batches whose equations are not all finite, set (in
+    place) to zero equations, which solve to the zero model (:func:`normal_equations`)."""
     bad = ~(np.isfinite(G).all(axis=(0, 1)) & np.isfinite(rhs).all(axis=0))
     G[:, :, bad], rhs[:, bad] = 0.0, 0.0
     return G, rhs, bad
