@@ -5,8 +5,8 @@ dpstats/groups/partition.py. Here: the data are mapped to groups row-wise, each 
 keeps its first m_g rows or is padded with rows of missing cells (imputed
 row-wise by the front end, dpstats/frontend/cells.py), one design is built for all
 groups at once, and every group gets the ungrouped mechanism at its size:
-NoisyStats in one vectorised batch where it applies
-(dpstats/mechanisms/noisystats/grouped.py), the other mechanisms group by
+NoisyStats in one vectorised batch where it applies, standard errors
+included (dpstats/mechanisms/noisystats/grouped.py), the other mechanisms group by
 group, on a process pool when the work is large. ``method="auto"`` chooses
 per group from the group's public size (dpstats/groups/auto.py), after a
 release of the data's spread over all groups when the call has rows
@@ -137,9 +137,11 @@ def _fit_with(
     quantile: Mapping[str, float],
     n_jobs: int | None,
 ) -> list[Release]:
-    """Every group's release by one mechanism: NoisyStats' batch where it applies, else group by group."""
+    """Every group's release by one mechanism: NoisyStats' batch where it applies (public facts of the design
+    decide: :func:`~dpstats.mechanisms.noisystats.grouped.vectorised`), with or without standard errors, else
+    group by group."""
     request = budget.request
-    if spec.name == "noisystats" and noisystats_grouped.supports(design, request):
+    if spec.name == "noisystats" and noisystats_grouped.vectorised(design):
         return noisystats_grouped.fit_groups(design, sizes, request, rng, budget.changed_groups, **hyper)
     return _group_by_group(spec, estimator, design, sizes, request, rng, {**hyper, **quantile}, n_jobs)
 
