@@ -62,23 +62,20 @@ one row replaces one fit.
    intervals own it the way bias-aware intervals do: ``se_j`` is multiplied by
    ``c(A_j / se_j) / z`` with ``c(r)`` the 95% quantile of ``|N(r, 1)|`` and z
    that of ``|N(0, 1)|`` (:func:`bias_aware_factor`), so the 95% interval
-   covers whenever the bias is at most ``A_j``. In standard errors the
-   allowance is ``r = A_j / se_j = SKEW / (6 sqrt(b) sqrt(sampling + privacy))``,
-   the same for every coordinate and a function of public facts only (n, m,
-   d, t, eps); the allowance itself is post-processing of the released
-   spreads. No release can tell a symmetric law of the fits from a skewed
-   one at these m (a median-minus-mean statistic has a sampling error about
-   half the estimate's, before any privacy noise), so the allowance is a
-   choice: the default (``skew=None`` for OLS and quantile fits) owns SKEW
-   only as far as it widens the interval by at most :data:`ALLOWANCE_COST`,
-   i.e. ``r`` is capped at :func:`affordable_ratio` (0.32); an explicit
-   ``skew`` is owned in full, as is the binary fits' :data:`BINARY_SKEW`.
-   The skewness the allowance covers is reported (``skew covered``). Measured
-   (benchmarks/bench_coverage.py, 200 repetitions): with the full SKEW the
-   symmetric and heteroskedastic designs covered 0.995-1 at 1.8-2.3 times the
-   estimate's spread at n = 1,000, eps = 5 (r = 2.1) and n = 10,000, eps = 1
-   (r = 2.6), where the allowance's factor alone is 1.9-2.2; the pieces of
-   step 2 were within 10% of the Monte Carlo sd.
+   covers whenever the bias is at most ``A_j``. The allowance is a function of
+   public facts (n, m) and the released spreads: post-processing.
+   It is the whole of the intervals' over-coverage on symmetric data: at
+   n = 10,000 and eps = 1 (benchmarks/bench_coverage.py) they cover 1.00 at
+   2.1-2.3 times the estimate's spread, where the other parts (the median's
+   sampling variance, the sampler's, the noisy spread and its t law) are each
+   within 10% of the simulated spread. Capping the default at a 5% widening
+   was tried and undone: it covered the symmetric designs at 0.94-0.97 and
+   1.03-1.12 times the spread, and CPS1988 (AER) at eps = 1 at 0.83-0.87 on
+   two coefficients (60 seeds), its median regression at eps = 0.5 at 0.5
+   (vignette 06). No public statistic tells the two apart at these sizes (a
+   private estimate of the fits' skew would cost a quarter to half of eps per
+   coefficient), so the default covers the skew of real wage data and a user
+   who knows the rows symmetric passes ``skew=0``.
 
 What is left out. (a) The t shape: batch fits on skewed or heteroskedastic
 data are not exactly t (the coverage benchmark measures it), and a
@@ -91,15 +88,11 @@ correlation between coordinates is not released: ``cov_params()`` is
 diagonal, so single coefficients are covered, linear combinations are not.
 (c) The PTR test's selection (the output is reported only when it passes) is
 ignored; it passes with probability near 1 at the default m. (d) Skews beyond
-the one covered: on CPS1988 (AER) the jackknifed fits' coordinate-wise median
-lies at ``gamma (m / sqrt n) / 6`` standard errors from OLS with gamma
-2.4-2.7 at 15, 30 and 60 rows per fit; at eps = 1 (m = 1,044, 26 rows per
-fit) the default covers a skew of about 0.4 and its intervals covered the
-full-sample OLS estimate in 0.83-0.87 of 60 seeds on the intercept and the
-ethnicity dummy (0.95-1 with ``skew=3``); at eps = 5 (m = 213) in 0.97-1. Pass
-``skew=3`` where the rows' contributions are skewed. On fair (statsmodels),
-whose response is mostly zero and whose rare religious levels have a row or
-two per batch, gamma reaches 7-15 and the intervals under-cover.
+SKEW: on CPS1988 (AER) the jackknifed fits' coordinate-wise median lies at
+``gamma (m / sqrt n) / 6`` standard errors from OLS with gamma 2.4-2.7 at
+15, 30 and 60 rows per fit; on fair (statsmodels), whose response is mostly
+zero and whose rare religious levels have a row or two per batch, gamma
+reaches 7-15 and the intervals under-cover.
 """
 
 from __future__ import annotations
@@ -109,7 +102,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special, stats
 
 from ...privacy import noise
 from . import default_m
@@ -133,9 +126,6 @@ MIN_DF = 3.0
 SKEW = 3.0
 """The default skewness of a row's contribution that the skew allowance covers (module docstring, step 3 and
 (d)): above CPS1988's 2.4-2.7."""
-ALLOWANCE_COST = 1.05
-"""The default OLS and quantile allowance widens the intervals by at most this factor (module docstring, step 3):
-it owns :data:`SKEW` where that is cheap (small ``m / sqrt(n)``) and less of it where it is not."""
 BINARY_SKEW = 2.5
 """The default allowance for dp_logit / dp_probit. Their batch fits are corrected towards median-unbiasedness
 (dpstats/mechanisms/tukey/logit_models.py), but at a rare outcome the fits' law is skewed and the restricted
@@ -308,8 +298,6 @@ class SpreadLaw:
     se: np.ndarray
     df: float
     allowance: np.ndarray
-    skew: float = 0.0
-    """The skewness of a row's contribution that ``allowance`` covers (below the asked one where it was capped)."""
 
     @property
     def cov(self) -> np.ndarray:
@@ -323,24 +311,14 @@ class SpreadLaw:
 
 @dataclass(frozen=True)
 class SkewAllowance:
-    """The skewness ``skew`` of a row's contribution that the intervals allow for, in fits on ``rows`` rows; with
-    ``cost`` (the default's :data:`ALLOWANCE_COST`), only as much of it as widens the intervals by at most that
-    factor (module docstring, step 3); None: all of it (an explicit ``skew``)."""
+    """The skewness ``skew`` of a row's contribution that the intervals allow for, in fits on ``rows`` rows."""
 
     skew: float
     rows: int
-    cost: float | None = None
 
     def of(self, scale: np.ndarray) -> np.ndarray:
         """``skew sigma / (6 sqrt(b))``: how far the median of the fits (scale sigma) may lie from their mean."""
         return self.skew * scale / (6.0 * math.sqrt(self.rows))
-
-    def allowed(self, scale: np.ndarray, se: np.ndarray) -> np.ndarray:
-        """The allowance the intervals own: :meth:`of`, capped at ``affordable_ratio(cost) se`` when ``cost``."""
-        full = self.of(scale)
-        if self.cost is None:
-            return full
-        return np.minimum(full, affordable_ratio(self.cost) * se)
 
 
 def spread_law(
@@ -352,17 +330,8 @@ def spread_law(
     scale = np.exp(log_spreads) / mad
     df = max(1.0 / (2.0 * log_spread), MIN_DF)
     se = scale * math.sqrt(sampling + privacy)
-    allowance = skew.allowed(scale, se)
-    covered = skew.skew * float(np.min(allowance / skew.of(scale))) if skew.skew > 0 else 0.0
-    return SpreadLaw(se=se * bias_aware_factor(allowance / se), df=df, allowance=allowance, skew=covered)
-
-
-@functools.lru_cache(maxsize=16)
-def affordable_ratio(cost: float) -> float:
-    """The bias, in standard errors, that :func:`bias_aware_factor` covers at the widening ``cost`` (>= 1)."""
-    if cost <= 1.0:
-        return 0.0
-    return float(optimize.brentq(lambda r: float(bias_aware_factor(np.asarray(r))) - cost, 0.0, 50.0))
+    allowance = skew.of(scale)
+    return SpreadLaw(se=se * bias_aware_factor(allowance / se), df=df, allowance=allowance)
 
 
 def bias_aware_factor(ratio: np.ndarray) -> np.ndarray:

@@ -124,7 +124,6 @@ zero volume that remains is exact (log -inf, so D = 0).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 
@@ -252,9 +251,8 @@ def fit(
     batch q-th quantile regressions when ``q`` is given (``dp_quantreg``; not jackknifed), or on batch
     bias-corrected MLEs of ``link`` ("logit" or "probit": ``dp_logit`` / ``dp_probit``). The intervals allow
     for the median of fits whose rows have skewness up to ``skew`` (dpstats/mechanisms/tukey/inference.py,
-    step 3), in full; None is :func:`default_allowance`: :data:`.inference.SKEW` for OLS and quantile fits, as far
-    as it widens the intervals by at most :data:`.inference.ALLOWANCE_COST`, and :data:`.inference.BINARY_SKEW`
-    in full for the binary fits.
+    step 3); None is :data:`.inference.SKEW` for OLS and quantile fits and :data:`.inference.BINARY_SKEW` for
+    the binary fits.
 
     A design whose rows stay on a Dask DataFrame's partitions (``design.X`` None) gets batches dealt row by row
     and summed on the workers (dpstats/mechanisms/tukey/dealt.py), not jackknifed: ``jackknife=None`` is False
@@ -265,7 +263,8 @@ def fit(
     jackknife = not dealt if jackknife is None else bool(jackknife)
     n, d = design.n, design.n_columns
     binary = link is not None
-    allowance = default_allowance(binary) if skew is None else inference.SkewAllowance(float(skew), 0)
+    if skew is None:
+        skew = inference.BINARY_SKEW if binary else inference.SKEW
     share = privacy.share(inference.default_share(n, d, privacy.eps, privacy.delta, m, binary))
     point_privacy = PrivacyRequest(privacy.eps * (1.0 - share), privacy.delta)
     rule = "given" if m is not None else "default"
@@ -303,21 +302,11 @@ def fit(
         info["t"],
         point_privacy.eps / 4,
         eps_spread,
-        dataclasses.replace(allowance, rows=n // m),
+        inference.SkewAllowance(float(skew), n // m),
     )
     stats = {**stats, "skew allowance": law.allowance}
-    info = {**info, "skew covered": round(law.skew, 3)}
     replicates = law.replicates(noise.postprocessing_rng(rng), point)
     return Release(point, law.cov, spent, note, noisy_stats=stats, hyperparameters=info, replicates=replicates)
-
-
-def default_allowance(binary: bool) -> inference.SkewAllowance:
-    """The allowance of ``skew=None`` (its ``rows`` set by :func:`fit`): :data:`.inference.BINARY_SKEW` in full for
-    the binary fits, :data:`.inference.SKEW` at a widening of at most :data:`.inference.ALLOWANCE_COST` for OLS and
-    quantile fits (dpstats/mechanisms/tukey/inference.py, step 3)."""
-    if binary:
-        return inference.SkewAllowance(inference.BINARY_SKEW, 0)
-    return inference.SkewAllowance(inference.SKEW, 0, inference.ALLOWANCE_COST)
 
 
 EXTREME = MODEL_LIMIT * 1e-50
