@@ -56,9 +56,10 @@ Verdict lines per setting (issue 15's targets): auto within 1.1x of the best exp
 of cells; auto at or below the better peer in >= 90% of cells (with, for both, the most that any
 rule choosing from public facts could meet with these mechanisms: ``public_facts_bound``);
 auto's failure rate <= 1% wherever some method's is; and the categorical check: auto's slope
-error with 20 levels at most 2x that with 2 (n = 5000, eps = 2). Then issue 29's counts on the 48
-Alabi cells: auto at or below the better peer, and within 1.1x of the best explicit method of the
-same setting, in >= 44 of them. Each cell has its own seeds (SeedSequence(SEED, cell index, 0) for
+error with 20 levels at most 2x that with 2 (n = 5000, eps = 2). Then issue 43's counts on the 48
+Alabi cells: auto at or below the better peer in >= 42 of them, and within 1.1x of the best explicit
+method of the same setting in >= 40 (targets for the defaults setting; the point-only one is printed
+alike). Each cell has its own seeds (SeedSequence(SEED, cell index, 0) for
 its data sets, (SEED, cell index, 1) for the draws), so the table does not depend on --workers and
 both settings see the same data sets.
 """
@@ -86,7 +87,9 @@ from dpstats.planning.selection import choose
 SEED = 20261125
 SETTINGS: dict[str, float | None] = {"point only": 0.0, "defaults": None}
 """The setting's ``se_share`` (None: each mechanism's default, as a user's call)."""
-ALABI_TARGET = 44
+PEER_TARGET, WITHIN_TARGET = 42, 40
+"""Issue 43's counts on the 48 Alabi cells, at the defaults (SEs on): auto at or below the better peer, and
+within 1.1x of the best explicit method."""
 DITHER = 0.05
 """Half-width of the uniform draw of each data set's intercept around 0.2 (benchmarks/bench_theilsen_vs_opendp.py)."""
 WITHIN = 1.1
@@ -432,10 +435,10 @@ def alabi_counts(cells: list[Cell]) -> list[str]:
     beats = sum(_ratio(c.error["auto"], best_peer(c)) <= 1.0 for c in alabi)
     within = sum(_ratio(c.error["auto"], best_explicit(c)) <= WITHIN for c in alabi)
     return [
-        f"[{'MET' if beats >= ALABI_TARGET else 'NOT MET'}] Alabi grid: auto at or below the better peer in "
-        f"{beats}/{len(alabi)} cells (target >= {ALABI_TARGET} of 48)",
-        f"[{'MET' if within >= ALABI_TARGET else 'NOT MET'}] Alabi grid: auto within {WITHIN:g}x of the best explicit "
-        f"method in {within}/{len(alabi)} cells (target >= {ALABI_TARGET} of 48)",
+        f"[{'MET' if beats >= PEER_TARGET else 'NOT MET'}] Alabi grid: auto at or below the better peer in "
+        f"{beats}/{len(alabi)} cells (target >= {PEER_TARGET} of 48)",
+        f"[{'MET' if within >= WITHIN_TARGET else 'NOT MET'}] Alabi grid: auto within {WITHIN:g}x of the best "
+        f"explicit method in {within}/{len(alabi)} cells (target >= {WITHIN_TARGET} of 48)",
     ]
 
 

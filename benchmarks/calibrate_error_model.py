@@ -294,6 +294,9 @@ def main() -> None:
     parser.add_argument("--levels", nargs="+", type=int, choices=LEVELS, help="run only these categorical cells")
     parser.add_argument("--dims", nargs="+", type=int, choices=DIMENSIONS, help="run only these continuous cells")
     parser.add_argument("--failing", action="store_true", help="run only the cells whose table entry has failures")
+    parser.add_argument(
+        "--below-n-eps", type=float, help="run only the cells with n eps below this (where a default share changed)"
+    )
     args = parser.parse_args()
     tasks = grid_tasks(args.quick, args.datasets)
     if args.only:
@@ -307,7 +310,10 @@ def main() -> None:
     if args.failing:
         failing = {_key(c) for c in json.loads(TABLE.read_text())["cells"] if not c["refused"] and _failed(c)}
         tasks = [task for task in tasks if (task[0].label, task[1], task[2], task[3], task[4]) in failing]
-    partial = bool(args.only or args.family or args.levels or args.dims or args.failing) and not args.quick
+    if args.below_n_eps:
+        tasks = [task for task in tasks if task[1] * task[2] < args.below_n_eps]
+    partial = bool(args.only or args.family or args.levels or args.dims or args.failing or args.below_n_eps)
+    partial = partial and not args.quick
     start = time.perf_counter()
     cells = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:

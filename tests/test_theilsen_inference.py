@@ -215,8 +215,9 @@ def test_budget_adds_up_and_se_share_zero_is_the_paper() -> None:
     assert dict(user.privacy.split)["p25"] == pytest.approx(0.4)
     assert inference.default_share(999, 499_500, 1.0) == pytest.approx(0.402, abs=1e-3)
     assert inference.default_share(9_999, 49_995_000, 1.0) == inference.SHARE_RANGE[0]
-    assert inference.default_share(99, 4_950, 1.0) == pytest.approx(0.25)  # n eps = 100: the point keeps 0.75
-    assert inference.default_share(29, 435, 1.0) == pytest.approx(0.1)
+    assert inference.default_share(99, 4_950, 1.0) == pytest.approx(0.05)  # n eps = 100: the point keeps 0.95
+    assert inference.default_share(99, 4_950, 1.5) == pytest.approx(1.0 - 97.5 / 150.0)  # on the ramp
+    assert inference.default_share(29, 435, 1.0) == pytest.approx(0.05)
     assert inference.default_share(299, 44_850, 1.0) == pytest.approx(0.5)
 
 

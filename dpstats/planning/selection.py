@@ -102,7 +102,8 @@ def failure_price(failures: np.ndarray) -> np.ndarray:
     """How much a failure rate f raises the 68th percentile of a scenario's error when a failure counts as an
     infinite error (module docstring, step 2): the successes' quantile at 0.68 / (1 - f) over their 68th
     percentile, for a half-normal error (a deviation's absolute value); infinite from f = 0.32."""
-    level = C68 / (1.0 - np.asarray(failures, dtype=float))
+    surviving = 1.0 - np.asarray(failures, dtype=float)
+    level = np.divide(C68, surviving, out=np.full(surviving.shape, np.inf), where=surviving > 0.0)
     inside = np.minimum(level, 1.0 - 1e-12)
     return np.where(level < 1.0, stats.norm.ppf((1.0 + inside) / 2.0) / stats.norm.ppf((1.0 + C68) / 2.0), np.inf)
 

@@ -67,7 +67,7 @@ Intervals are the basic bootstrap ones (dpstats/uncertainty/intervals.py); the
 standard errors come from the replicates' quantiles
 (:func:`quantile_covariance`), since 1/g has heavy tails.
 
-Budget: ``se_share`` of eps (default :func:`default_share`, 0.1 to 0.5):
+Budget: ``se_share`` of eps (default :func:`default_share`, 0.05 to 0.5):
 :data:`WINDOW_SHARE` of it to the two windows, the rest to the moments
 (:func:`split`); the predictions share the rest of eps.
 
@@ -96,8 +96,12 @@ from ...uncertainty.intervals import MIN_REPLICATES, finite_replicates, infinite
 
 SHARE_RANGE = (0.1, 0.5)
 """Smallest and largest default part of eps spent on standard errors (unless the user sets ``se_share``)."""
-SMALL_N_EPS = 400.0
-"""Below n eps = SHARE_RANGE[1] SMALL_N_EPS the default share is n eps / SMALL_N_EPS (:func:`default_share`)."""
+SMALL_N_EPS = 200.0
+"""Below this n eps the default share ramps down to :data:`FREE_SHARE` (:func:`default_share`)."""
+FREE_N_EPS = 100.0
+"""At and below this n eps the default share is :data:`FREE_SHARE`: no share buys an informative interval there."""
+FREE_SHARE = 0.05
+"""The default share at n eps <= FREE_N_EPS."""
 DENSITY_NOISE = 0.15
 """The default share aims at this relative sd of the density's DP noise (:func:`default_share`)."""
 WINDOW_SHARE = 0.75
@@ -142,18 +146,38 @@ def default_share(lipschitz: int, pairs: int, eps: float) -> float:
     (grid_median.py), and a share of 0.5 there cost the default call 9 times
     the error of ``se_share=0`` in a concentrated cell of the Alabi et al. grid
     (n = 100, eps = 1, var_x = 0.01, sd_e = 0.01: C68/sigma 64.5 against 7.1,
-    benchmarks/bench_auto.py). So below n eps = 200 the share falls as n eps / SMALL_N_EPS, to
-    0.25 at n eps = 100 and 0.1 from 40: the density is then too noisy to
-    reach DENSITY_NOISE with any share, and the intervals are conservative
-    (a ramp to 0.1 at n eps = 100 bought a better point with intervals four
-    times wider at n eps = 235, engel at eps = 1). The point's budget
-    ``eps (1 - share)`` still grows with eps (the error model's calibrated_eps
-    relies on it): its derivative in eps is ``1 - 2 n eps / SMALL_N_EPS``, at
-    least 0 below n eps = 200.
+    benchmarks/bench_auto.py). At n eps = 100 no share buys an informative
+    interval: on benchmarks/bench_coverage.py's symmetric and heteroskedastic
+    designs (n = 100, eps = 1 and n = 1,000, eps = 0.1; 200 data sets) the
+    intervals were 9-21 times the estimate's spread at the share 0.25 of the
+    rule before and 8-17 times at 0.05, covering 0.995-1 at both, while 0.05
+    took the point's C68/sigma from 13.7 to 4.1 (n = 100, eps = 1,
+    var_x = 0.05, sd_e = 0.01). So up to :data:`FREE_N_EPS` the share is
+    :data:`FREE_SHARE`, and up to :data:`SMALL_N_EPS` it ramps to
+    ``SHARE_RANGE[1]`` with the point's budget ``eps (1 - share)`` linear in
+    n eps between the two ends (from 0.95 to 1 times FREE_N_EPS / n): it
+    still grows with eps, which the error model's calibrated_eps relies on.
+    From n eps = 200 the share buys intervals: at n = 1,000 and eps = 0.2,
+    0.3 and 0.5 the rule's 0.5 gave median widths 1/12, 1/23 and 1/42 of
+    those at 0.05 (a ramp to 0.1 at n eps = 100 had also given intervals four
+    times wider at n eps = 235, engel at eps = 1).
     """
     share = 16.0 * math.sqrt(2.0) * lipschitz / (pairs * eps * WINDOW_SHARE * DENSITY_NOISE)
     n_eps = 2.0 * pairs * eps / lipschitz  # n eps for all pairs and for k matchings
-    return min(SHARE_RANGE[1], max(SHARE_RANGE[0], share), max(SHARE_RANGE[0], n_eps / SMALL_N_EPS))
+    return min(SHARE_RANGE[1], max(SHARE_RANGE[0], share), small_share(n_eps))
+
+
+def small_share(n_eps: float) -> float:
+    """The cap on the default share at small n eps (:func:`default_share`): FREE_SHARE up to FREE_N_EPS, then
+    the share at which the point's budget (per unit of eps / n) runs linearly to that of SHARE_RANGE[1] at
+    SMALL_N_EPS, and no cap beyond."""
+    if n_eps <= FREE_N_EPS:
+        return FREE_SHARE
+    if n_eps >= SMALL_N_EPS:
+        return 1.0
+    low, high = FREE_N_EPS * (1.0 - FREE_SHARE), SMALL_N_EPS * (1.0 - SHARE_RANGE[1])
+    point = low + (high - low) * (n_eps - FREE_N_EPS) / (SMALL_N_EPS - FREE_N_EPS)
+    return 1.0 - point / n_eps
 
 
 def moments_sensitivity(lipschitz: int, listed: bool) -> float:
