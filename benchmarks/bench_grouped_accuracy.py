@@ -3,7 +3,8 @@
 Each design is ``groups`` tracts of ``rows`` rows, ``y = a_g + b_g x + N(0, noise^2)`` with x uniform on
 [0, 1], a_g ~ N(0.5, 0.2), b_g ~ N(1, 0.3); x's bounds are [0, 1], y's the mean plus or minus ``spread``
 standard deviations of y over all rows (rows outside are clipped by the front end, as a user's bounds
-would). Sizes are declared public. Per method, over the groups:
+would), or, in the ``loose`` designs (issue 44), a range 10 or 30 noise sds wide about y's mean with the
+group sizes not declared (noisy counts). Elsewhere sizes are declared public. Per method, over the groups:
 
 * ``corr``: correlation of the released slopes with the true b_g (groups whose release failed left out);
 * ``median``, ``mean`` and ``p90``: the median, mean and 90th percentile of |slope - the group's OLS
@@ -34,18 +35,25 @@ DESIGNS = {
     "tracts": {"groups": 1000, "rows": 100, "eps": 1.0, "noise": 0.2, "spread": 3.0},
     "small-quiet": {"groups": 500, "rows": 30, "eps": 2.0, "noise": 0.02, "spread": 3.0},
     "large": {"groups": 200, "rows": 400, "eps": 1.0, "noise": 0.2, "spread": 3.0},
+    "loose-10": {"groups": 2000, "rows": 50, "eps": 5.0, "noise": 0.2, "range_sds": 10.0, "sizes": "noisy"},
+    "loose-30": {"groups": 2000, "rows": 50, "eps": 5.0, "noise": 0.2, "range_sds": 30.0, "sizes": "noisy"},
 }
+"""``range_sds``: y's declared range is that many noise sds wide, centred on y's mean (issue 44's loose bounds,
+instead of ``spread`` sds of y); ``sizes``: "noisy" leaves the group sizes undeclared (each group's count is
+released), else they are declared public."""
 METHODS = ("auto", "histogram", "theilsen", "noisystats", "gradient")
 
 
-def design(groups: int, rows: int, noise: float, spread: float, seed: int = 0):
-    """The frame, the true slopes and the declared bounds."""
+def design(groups: int, rows: int, noise: float, spread: float | None, seed: int = 0, range_sds: float | None = None):
+    """The frame, the true slopes and the declared bounds (y's: ``spread`` sds of y, or ``range_sds`` noise sds
+    wide, about y's mean)."""
     rng = np.random.default_rng(seed)
     g = np.repeat(np.arange(groups), rows)
     x = rng.uniform(0.0, 1.0, g.size)
     a, b = rng.normal(0.5, 0.2, groups), rng.normal(1.0, 0.3, groups)
     y = a[g] + b[g] * x + rng.normal(0.0, noise, g.size)
-    bounds = {"x": (0.0, 1.0), "y": (y.mean() - spread * y.std(), y.mean() + spread * y.std())}
+    half = spread * y.std() if range_sds is None else range_sds * noise / 2.0
+    bounds = {"x": (0.0, 1.0), "y": (y.mean() - half, y.mean() + half)}
     return pd.DataFrame({"g": g, "x": x, "y": y}), b, bounds
 
 
@@ -58,15 +66,18 @@ def ols_slopes(frame: pd.DataFrame, bounds: dict) -> np.ndarray:
 
 
 def measure(name: str, spec: dict, seed: int) -> list[dict]:
-    frame, truth, bounds = design(spec["groups"], spec["rows"], spec["noise"], spec["spread"], seed)
+    frame, truth, bounds = design(
+        spec["groups"], spec["rows"], spec["noise"], spec.get("spread"), seed, spec.get("range_sds")
+    )
     reference = ols_slopes(frame, bounds)
     keys = list(range(spec["groups"]))
+    sizes = {} if spec.get("sizes") == "noisy" else {"group_sizes": dict.fromkeys(keys, spec["rows"])}
     rows = []
     for method in METHODS:
         start = time.perf_counter()
         res = dpstats.dp_ols(
-            "y ~ x", frame, eps=spec["eps"], bounds=bounds, method=method, by="g", groups=keys,
-            group_sizes=dict.fromkeys(keys, spec["rows"]), random_state=seed,
+            "y ~ x", frame, eps=spec["eps"], bounds=bounds, method=method, by="g", groups=keys, random_state=seed,
+            **sizes,
         )  # fmt: skip
         slopes = res.params["x"].to_numpy()
         ok = np.isfinite(slopes)

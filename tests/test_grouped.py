@@ -5,6 +5,9 @@ Deterministic unless a test states its false-failure rate; every call is seeded.
 
 from __future__ import annotations
 
+import io
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -283,16 +286,24 @@ def test_tidy_to_parquet_is_one_line(tmp_path) -> None:
     assert back.shape == (6, 6) and back["tract"].tolist() == [0, 0, 1, 1, 2, 2]
 
 
-def test_a_progress_bar_shows_only_once_the_fits_run_longer_than_its_delay(monkeypatch, capsys) -> None:
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal (tqdm's ``disable=None`` shows bars on terminals only)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_progress_bar_shows_only_on_a_terminal_once_the_fits_run_longer_than_its_delay(monkeypatch) -> None:
     """tqdm's bar (``delay``: it appears after PROGRESS_SECONDS) on the group-by-group fits: none on a fast
-    call at the default delay; with the delay at 0 the bar is written to stderr."""
+    call at the default delay, none in a pipe; with the delay at 0 on a terminal the bar is written."""
     pytest.importorskip("tqdm")
     from dpstats.groups import fit as group_fit
 
     d, _ = _bad_key_pair("undeclared")
     call = dict(eps=1.0, bounds=UNIT, method="histogram", by="tract", groups=[0, 1, 2], random_state=13)
-    dpstats.dp_ols("y ~ x", d, **call)
-    assert "group" not in capsys.readouterr().err
-    monkeypatch.setattr(group_fit, "PROGRESS_SECONDS", 0.0)
-    dpstats.dp_ols("y ~ x", d, **call)
-    assert "3/3" in capsys.readouterr().err
+    for delay, stream, shows in ((group_fit.PROGRESS_SECONDS, _Terminal(), False), (0.0, io.StringIO(), False),
+                                 (0.0, _Terminal(), True)):  # fmt: skip
+        monkeypatch.setattr(group_fit, "PROGRESS_SECONDS", delay)
+        monkeypatch.setattr(sys, "stderr", stream)
+        dpstats.dp_ols("y ~ x", d, **call)
+        assert ("3/3" in stream.getvalue()) == shows

@@ -44,7 +44,7 @@ from .partition import GroupBudget, GroupDeclaration, group_budget, group_codes,
 
 #: From this many rows (over all groups) the group-by-group fits run on a process pool by default.
 POOL_ROWS = 500_000
-#: A progress bar (tqdm, where installed) shows once the group-by-group fits have run this many seconds.
+#: A progress bar (tqdm, where installed) shows on a terminal once the group-by-group fits have run this many seconds.
 PROGRESS_SECONDS = 3.0
 
 
@@ -341,9 +341,10 @@ class _NoProgress:
 
 
 def _progress(total: int) -> object:
-    """A tqdm bar that appears after :data:`PROGRESS_SECONDS` (where tqdm is installed), else nothing."""
+    """A tqdm bar that appears after :data:`PROGRESS_SECONDS` on a terminal (where tqdm is installed; not in a
+    log or a pipe), else nothing."""
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return _NoProgress()
-    return tqdm(total=total, desc="groups", unit="group", delay=PROGRESS_SECONDS)
+    return tqdm(total=total, desc="groups", unit="group", delay=PROGRESS_SECONDS, disable=None)
