@@ -216,12 +216,10 @@ def _uncertainty(
         finite &= np.all(np.isfinite(cov_unit), axis=(1, 2))
         cov_unit = np.where(finite[:, None, None], cov_unit, np.eye(q))
         u_bar = sandwiches.u_sum / m[:, None]
-        draws = grouped_bootstrap.replicates(rng, coef, cov_unit, s_xx, u_bar, points.scales, points.floor)
-        jacobian, offset, order = scale.jacobian(), scale.offset(), _order(design)
-        user = [offset[i] + sum(jacobian[i, k] * draws[k] for k in range(q) if jacobian[i, k] != 0) for i in range(q)]
-        columns = [user[i] for i in order]
-        cov = grouped_bootstrap.replicate_covariances(columns)
-        replicates = np.stack(columns, axis=2)
+        to_user = (scale.jacobian(), scale.offset(), _order(design))
+        replicates, cov = grouped_bootstrap.bootstrap(
+            rng, coef, cov_unit, s_xx, u_bar, points.scales, points.floor, to_user
+        )
         kept = finite & np.all(np.isfinite(cov), axis=(1, 2))
         cov[~finite] = np.diag(np.full(q, np.inf))
     return cov, replicates, kept
