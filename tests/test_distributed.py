@@ -165,11 +165,6 @@ def test_auto_chooses_among_the_mechanisms_that_run_on_dask(dirty, dirty_dask, k
     assert (_fit(kind, "auto", formula, dirty).method == res.method) is on_pandas_too
 
 
-def test_a_grouped_auto_on_dask_is_refused_before_reading(unreadable):
-    with pytest.raises(ValueError, match="grouped fit on a dask DataFrame"):
-        dpstats.dp_ols("affairs ~ yrs_married", unreadable, eps=1.0, bounds=BOUNDS, by="religious", groups=[1, 2])
-
-
 def test_a_dask_series_is_refused(dirty_dask):
     with pytest.raises(TypeError, match="dask DataFrame"):
         _fit("ols", "noisystats", "affairs ~ yrs_married", dirty_dask["affairs"])

@@ -189,7 +189,7 @@ def unreadable(dirty: pd.DataFrame):
 
 @pytest.mark.parametrize(
     ("estimator", "method"),
-    [("ols", "theilsen"), ("ols", "tukey"), ("ols", "gradient"), ("ols", "auto"), ("quantreg", "kng")],
+    [("ols", "theilsen"), ("ols", "tukey"), ("ols", "gradient"), ("quantreg", "kng")],
 )
 def test_refused_before_reading(unreadable, estimator, method):
     fit = dpstats.dp_ols if estimator == "ols" else dpstats.dp_quantreg
@@ -214,3 +214,53 @@ def test_chunks_keep_the_rows_the_layout_keeps():
             earlier += np.bincount(chunk[chunk >= 0], minlength=groups)
         out = np.concatenate(out)
         assert np.array_equal(out >= 0, kept) and np.array_equal(out[kept], codes[kept])
+
+
+def _alternating(kinds: tuple[str, ...]):
+    """A stand-in for choose_per_group that gives the groups the mechanisms ``kinds`` in turn (public: the
+    groups' order), as auto does where group sizes differ."""
+    from dpstats.groups.auto import GroupChoice
+    from dpstats.mechanisms import get_mechanism
+
+    def choose(design, sizes, request, estimator, spread, target=None, allowed=None):
+        specs = [get_mechanism(kind, estimator) for kind in kinds]
+        return tuple(GroupChoice(specs[g % len(specs)], {}, f"group {g}") for g in range(len(sizes)))
+
+    return choose
+
+
+@pytest.mark.parametrize("public", [True, False])
+def test_a_grouped_auto_on_dask_is_pandas_grouped_auto(dirty, dirty_dask, public):
+    """Grouped auto on Dask: the same choices as pandas' for the same public sizes, each group's release that of
+    its choice: with the choices alternating between two mechanisms (each fitted group by group on both) and no
+    spread released on pandas (Dask does not release it), the releases are pandas' to float summation."""
+    from dpstats.distributed import by_group
+    from dpstats.groups import fit as group_fit
+
+    choose = _alternating(("histogram", "kng"))
+    with (
+        mock.patch.object(group_fit, "choose_per_group", choose),
+        mock.patch.object(by_group, "choose_per_group", choose),
+        mock.patch.object(group_fit.spread, "worth_releasing", return_value=False),
+        dask.config.set(scheduler="threads"),
+    ):
+        on_dask = _fit(dirty_dask, FORMULAS[0], "occupation", public, method="auto")
+        on_pandas = _fit(dirty, FORMULAS[0], "occupation", public, method="auto")
+    assert on_dask.methods.tolist() == ["histogram", "kng"] * (len(INT_KEYS) // 2) + ["histogram"]
+    _same(on_pandas, on_dask)
+
+
+def test_a_grouped_auto_on_dask_chooses_among_the_mechanisms_there(dirty_dask):
+    """Unpatched: every group's mechanism is one whose statistics are sums over rows, and eps reported is eps
+    passed."""
+    from dpstats.distributed.dask_design import supported
+
+    with dask.config.set(scheduler="threads"):
+        res = _fit(dirty_dask, FORMULAS[0], "occupation", False, method="auto", se_share=None)
+    assert set(res.methods) <= set(supported("ols")) and res.privacy.eps == 4.0
+
+
+def test_a_grouped_auto_with_a_target_on_dask_is_refused_before_reading(unreadable):
+    with pytest.raises(ValueError, match="target= with a grouped method='auto'"):
+        dpstats.dp_ols("affairs ~ yrs_married", unreadable, eps=1.0, bounds=BOUNDS, by="occupation",
+                       groups=INT_KEYS, target=0.1)  # fmt: skip

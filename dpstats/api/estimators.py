@@ -461,7 +461,7 @@ def _grouped_call(
         if is_dask(data):  # the rows stay on the workers: dpstats/distributed/by_group.py
             if plan.survey is not None:
                 raise ValueError("weights= is for a pandas DataFrame, not a Dask DataFrame")
-            return fit_dask_by_group(estimator, formula, data, declaration, **checked, **call)
+            return fit_dask_by_group(estimator, formula, data, declaration, target=plan.target, **checked, **call)
         return fit_by_group(
             estimator, formula, data, declaration, n_jobs=n_jobs, target=plan.target, survey=plan.survey,
             **checked, **call,

@@ -40,8 +40,18 @@ two or three), each touching every partition once.
 
 The same ``random_state`` thus gives the same sizes and, up to the order of
 floating-point summation, the same release as pandas. Mechanisms that need
-every row in one place, and ``method="auto"``, are refused from the public
-inputs before any partition is read, with the alternatives named.
+every row in one place are refused from the public inputs before any
+partition is read, with the alternatives named.
+
+``method="auto"`` chooses per group as on pandas (dpstats/groups/auto.py: the
+rule at each group's public size, noisy or declared), among the mechanisms that
+run here, and fits the groups of each choice together, group by group (the
+NoisyStats batch where every group chose it). What it does not do on Dask:
+release the data's spread first (dpstats/groups/spread.py reads the rows on
+the client), so its ranking weighs every reference scenario; and take a
+``target=`` (refused before anything is read: the pandas path refuses a call
+whose public sizes leave no group within it before spending, which needs the
+choice before the count).
 """
 
 from __future__ import annotations
@@ -59,7 +69,8 @@ import pandas as pd
 from ..design.matrix import CenteredUnitScale, Design, Statistic
 from ..design.moments import GroupMoments
 from ..frontend.formula import FormulaSpec, build_design
-from ..groups.fit import assemble, fit_one
+from ..groups.auto import GroupChoice, choose_per_group
+from ..groups.fit import assemble, fit_choices, fit_one, per_group
 from ..groups.grouped_results import DPGroupedResults
 from ..groups.partition import GroupDeclaration, chunk_codes, group_budget, group_codes, sizes_of_counts
 from ..mechanisms import MechanismSpec, PrivacyRequest
@@ -67,7 +78,7 @@ from ..mechanisms.base import Release
 from ..mechanisms.noisystats import grouped as noisystats_grouped
 from ..privacy import noise
 from ..privacy.noise import RandomState, make_rng
-from .dask_design import check_method, tree_sum
+from .dask_design import check_method, supported, tree_sum
 
 
 def fit_by_group(
@@ -85,9 +96,13 @@ def fit_by_group(
     levels: Mapping[str, Sequence] | None,
     random_state: RandomState,
     q: float | None = None,
+    target: float | None = None,
 ) -> DPGroupedResults:
     """One release per declared group (module docstring); public inputs were checked by the caller."""
-    check_method(spec, estimator)
+    if spec is not None:
+        check_method(spec, estimator)
+    elif target is not None:
+        raise ValueError("target= with a grouped method='auto' runs on a pandas DataFrame, not a Dask DataFrame")
     budget = group_budget(privacy, declaration, notion)
     count_rng, fit_rng = make_rng(random_state).spawn(2)
     meta = getattr(data, "_meta", None)
@@ -97,17 +112,34 @@ def fit_by_group(
         raise ValueError(f"by={declaration.by!r} is not a column of the data")
     build = functools.partial(_build, formula, bounds, levels, need_bounds)
     public, formula_spec = build(meta)
-    spec.check_design(public)
+    if spec is not None:
+        spec.check_design(public)
     rows = _KeptRows.of(data, build, declaration, budget.count_eps, count_rng)
     request = budget.request
+    options = {} if q is None else {"q": q}
+    if spec is None:
+        allowed = frozenset(supported(estimator))
+        choices = choose_per_group(public, rows.sizes, request, estimator, None, allowed=allowed)
+        if len({c.key for c in choices}) > 1 or choices[0].spec is None:
+
+            def fit_kind(choice: GroupChoice, groups: np.ndarray, kind_rng: np.random.Generator) -> list[Release]:
+                hyper = {**choice.options, **options}
+                return _group_by_group(choice.spec, public, rows, meta, request, kind_rng, hyper, groups)
+
+            releases = fit_choices(choices, budget, public.n_columns, fit_rng, fit_kind)
+            first = next((c for c in choices if c.spec is not None), choices[0])
+            return assemble(
+                declaration, budget, first.spec, first.options, first.reason, public, formula_spec, rows.sizes,
+                releases, estimator, bounds, per_group=per_group(choices),
+            )  # fmt: skip
+        spec, hyper = choices[0].spec, choices[0].options
     if spec.name == "noisystats" and noisystats_grouped.supports(public, request):
         scale = CenteredUnitScale.from_design(public)
         moments = rows.total(functools.partial(_moments, scale, len(declaration.keys)))
         moments = moments + _pad_moments(scale, rows.pad_design(meta), rows.pads)
         releases = noisystats_grouped.fit_moments(public, moments, request, fit_rng, budget.changed_groups, **hyper)
     else:
-        options = {**hyper, **({} if q is None else {"q": q})}
-        releases = _group_by_group(spec, public, rows, meta, request, fit_rng, options)
+        releases = _group_by_group(spec, public, rows, meta, request, fit_rng, {**hyper, **options})
     return assemble(
         declaration, budget, spec, hyper, None, public, formula_spec, rows.sizes, releases, estimator, bounds
     )
@@ -239,16 +271,19 @@ def _group_by_group(
     request: PrivacyRequest,
     rng: np.random.Generator,
     options: Mapping[str, object],
+    groups: Sequence[int] | None = None,
 ) -> list[Release]:
-    """The mechanism on each group's rows with its own spawned generator, its sums computed for all groups at once."""
-    rngs = rng.spawn(rows.sizes.size)
+    """The mechanism on each group's rows (of ``groups``; None: every group) with its own spawned generator, its
+    sums computed for all of them at once."""
+    groups = list(range(rows.sizes.size)) if groups is None else [int(g) for g in groups]
+    rngs = dict(zip(groups, rng.spawn(len(groups)), strict=True))
     pad = rows.pad_design(meta)
-    sums: list[list] = [[] for _ in rngs]
+    sums: dict[int, list] = {g: [] for g in groups}
 
     def design(g: int) -> Design:
         return replace(public, y=None, X=None, rows=int(rows.sizes[g]), chunks=_Answers(list(sums[g])))
 
-    pending = list(range(len(rngs)))
+    pending = list(groups)
     while pending:
         asks = {}
         for g in pending:
@@ -264,7 +299,7 @@ def _group_by_group(
                 parts += [found[g]] if g in found else []
                 sums[g].append(functools.reduce(operator.add, parts))
         pending = list(asks)
-    return [fit_one(spec, design(g), request, rngs[g], options) for g in range(len(rngs))]
+    return [fit_one(spec, design(g), request, rngs[g], options) for g in groups]
 
 
 class _Sums(dict):

@@ -81,15 +81,10 @@ def supported(estimator: str, grouped: bool = True) -> list[str]:
     ]
 
 
-def check_method(spec: MechanismSpec | None, estimator: str, grouped: bool = True) -> None:
+def check_method(spec: MechanismSpec, estimator: str, grouped: bool = True) -> None:
     """Refuse, before any data are read, a method that needs every row in one place (or, in a grouped fit, one
     of :data:`DEALT`)."""
     names = ", ".join(repr(name) for name in supported(estimator, grouped))
-    if spec is None:
-        raise ValueError(
-            f"method='auto' is not available for a grouped fit on a dask DataFrame; pass method= one of {names} "
-            "(their statistics are sums over rows, computed on the workers)"
-        )
     if spec.name not in supported(estimator, grouped):
         raise ValueError(
             f"method={spec.name!r} needs every row in one place and does not run on a dask DataFrame; "

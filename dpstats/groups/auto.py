@@ -55,17 +55,20 @@ def choose_per_group(
     estimator: str,
     spread: DataSpread | None,
     target: float | None = None,
+    allowed: frozenset[str] | None = None,
 ) -> tuple[GroupChoice, ...]:
-    """Every group's choice (module docstring), in the groups' order; ``target`` as checked by the caller.
-    With survey weights (``design.weight_bounds``) among the mechanisms that take them, each group's size read
-    as the rows its weights are worth (dpstats/frontend/weights.py, ``planning_rows``)."""
+    """Every group's choice (module docstring), in the groups' order, among the methods ``allowed`` (None: all;
+    on a Dask DataFrame, those whose statistics are sums: dpstats/distributed/by_group.py); ``target`` as
+    checked by the caller. With survey weights (``design.weight_bounds``) among the mechanisms that take them,
+    each group's size read as the rows its weights are worth (dpstats/frontend/weights.py, ``planning_rows``)."""
     base = replace(
         PublicFacts.of(design, request.eps, request.delta, estimator, request.se_share),
         side_by_side=True,
         spread=spread,
     )
     weights = design.weight_bounds
-    allowed = None if weights is None else weighted_methods(estimator)
+    if weights is not None:
+        allowed = weighted_methods(estimator) if allowed is None else allowed & weighted_methods(estimator)
     rows = (lambda m: m) if weights is None else (lambda m: planning_rows(m, weights))
     by_size = {
         int(m): _choice(replace(base, n=rows(int(m))), request, estimator, target, allowed) for m in np.unique(sizes)

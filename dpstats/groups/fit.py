@@ -21,7 +21,7 @@ dpstats/distributed/by_group.py, which builds on :func:`assemble` and
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
@@ -103,7 +103,7 @@ def fit_by_group(
         first = next((c for c in choices if c.spec is not None), choices[0])
         return assemble(
             declaration, budget, first.spec, first.options, first.reason, design, formula_spec, sizes, releases,
-            estimator, bounds, per_group=_per_group(choices),
+            estimator, bounds, per_group=per_group(choices),
         )  # fmt: skip
     spec.check_design(design)
     releases = _fit_with(spec, hyper, estimator, design, sizes, budget, fit_rng, quantile, n_jobs)
@@ -156,32 +156,48 @@ def _fit_choices(
     quantile: Mapping[str, float],
     n_jobs: int | None,
 ) -> list[Release]:
-    """Every group's release by its own choice: the groups of one choice fitted together, each from a spawned
-    generator in the order the choices first appear."""
+    """Every group's release by its own choice (:func:`fit_choices`), the groups of one choice fitted together
+    on their rows."""
+    starts = np.cumsum(sizes) - sizes
+
+    def fit_kind(choice: GroupChoice, groups: np.ndarray, kind_rng: np.random.Generator) -> list[Release]:
+        rows = np.concatenate([np.arange(starts[g], starts[g] + sizes[g]) for g in groups])
+        part = design.subset(rows)
+        choice.spec.check_design(part)
+        return _fit_with(
+            choice.spec, choice.options, estimator, part, sizes[groups], budget, kind_rng, quantile, n_jobs
+        )
+
+    return fit_choices(choices, budget, design.n_columns, rng, fit_kind)
+
+
+def fit_choices(
+    choices: tuple[GroupChoice, ...],
+    budget: GroupBudget,
+    columns: int,
+    rng: np.random.Generator,
+    fit_kind: Callable[[GroupChoice, np.ndarray, np.random.Generator], list[Release]],
+) -> list[Release]:
+    """Every group's release by its own choice: ``fit_kind(choice, groups, rng)`` fits the groups of one
+    choice together, each choice from a spawned generator in the order the choices first appear; a group with
+    no choice (refused before spending) gets a failed release that spent nothing."""
     kinds: dict[tuple, GroupChoice] = {}
     for choice in choices:
         kinds.setdefault(choice.key, choice)
     releases: list[Release | None] = [None] * len(choices)
-    starts = np.cumsum(sizes) - sizes
     for choice, kind_rng in zip(kinds.values(), rng.spawn(len(kinds)), strict=True):
         groups = np.flatnonzero([c.key == choice.key for c in choices])
         if choice.spec is None:
             spent = PrivacySpent(notion="approx" if budget.request.delta > 0 else "pure", eps=0.0)
             for g in groups:
-                releases[g] = failed_release(design.n_columns, spent, choice.reason, "no standard errors: no fit")
+                releases[g] = failed_release(columns, spent, choice.reason, "no standard errors: no fit")
             continue
-        rows = np.concatenate([np.arange(starts[g], starts[g] + sizes[g]) for g in groups])
-        part = design.subset(rows)
-        choice.spec.check_design(part)
-        fitted = _fit_with(
-            choice.spec, choice.options, estimator, part, sizes[groups], budget, kind_rng, quantile, n_jobs
-        )
-        for g, release in zip(groups, fitted, strict=True):
+        for g, release in zip(groups, fit_kind(choice, groups, kind_rng), strict=True):
             releases[g] = release
     return releases
 
 
-def _per_group(choices: tuple[GroupChoice, ...]) -> tuple[Mapping[str, object], ...]:
+def per_group(choices: tuple[GroupChoice, ...]) -> tuple[Mapping[str, object], ...]:
     """Each group's method in the results' context (empty when every group has the same choice)."""
     if len({c.key for c in choices}) == 1:
         return ()
