@@ -186,7 +186,8 @@ def _release_points(
 
 
 Uncertainties = tuple[np.ndarray, np.ndarray, np.ndarray]
-"""Each group's covariance (user's units, design order), bootstrap replicates, and whether they are kept."""
+"""Each group's covariance (user's units, design order); the bootstrap replicates of the groups with finite
+inputs and covariance (F x B x q); and each group's row among them where its replicates are kept, else -1."""
 
 
 def _uncertainty(
@@ -214,15 +215,18 @@ def _uncertainty(
         )
         cov_unit = grouped_covariance.covariances(sandwiches, coef, s_xx, m, points.scales)
         finite &= np.all(np.isfinite(cov_unit), axis=(1, 2))
-        cov_unit = np.where(finite[:, None, None], cov_unit, np.eye(q))
         u_bar = sandwiches.u_sum / m[:, None]
         to_user = (scale.jacobian(), scale.offset(), _order(design))
-        replicates, cov = grouped_bootstrap.bootstrap(
-            rng, coef, cov_unit, s_xx, u_bar, points.scales, points.floor, to_user
+        run = np.flatnonzero(finite)  # only these groups' replicates are ever released
+        floor = None if points.floor is None else points.floor[run]
+        replicates, robust = grouped_bootstrap.bootstrap(
+            rng, coef[run], cov_unit[run], s_xx[run], u_bar[run], points.scales[run], floor, to_user
         )
-        kept = finite & np.all(np.isfinite(cov), axis=(1, 2))
-        cov[~finite] = np.diag(np.full(q, np.inf))
-    return cov, replicates, kept
+        cov = np.broadcast_to(np.diag(np.full(q, np.inf)), (G, q, q)).copy()
+        cov[run] = robust
+        row = np.full(G, -1)
+        row[run] = np.where(np.all(np.isfinite(robust), axis=(1, 2)), np.arange(run.size), -1)
+    return cov, replicates, row
 
 
 def _order(design: Design) -> np.ndarray:
@@ -254,8 +258,8 @@ def _releases(
             continue
         cov, replicates = nan_cov, None
         if uncertainty is not None:
-            cov = uncertainty[0][g]
-            replicates = uncertainty[1][g] if uncertainty[2][g] else None
+            cov, row = uncertainty[0][g], uncertainty[2][g]
+            replicates = uncertainty[1][row] if row >= 0 else None
         bias = None if floor is None else repair.floor_bias(points.raw[g], floor[g])
         releases.append(
             Release(params=params[g], cov=cov, privacy=points.spent, se_note=note, noisy_stats=stats,

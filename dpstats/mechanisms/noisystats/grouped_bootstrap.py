@@ -48,8 +48,8 @@ from . import repair
 REPLICATES = 400
 """Bootstrap refits per group in a vectorised grouped fit (public; module docstring)."""
 
-BLOCK = 64
-"""Groups per block of :func:`bootstrap` (module docstring): 64 x 400 doubles are 200 KB a plane."""
+BLOCK = 128
+"""Groups per block of :func:`bootstrap` (module docstring): 128 x 400 doubles are 400 KB a plane."""
 
 
 Columns = list[np.ndarray]
@@ -185,23 +185,21 @@ LEVELS = np.array([0.25, 0.75, 0.01, 0.99])
 """The quantiles :func:`replicate_covariances` reads: the quartiles and the winsorising levels."""
 
 
-def replicate_covariances(reps: Columns) -> np.ndarray:
-    """:func:`dpstats.uncertainty.intervals.replicate_covariance` of each group's replicates (q columns, G x B)."""
-    q = len(reps)
-    good = np.isfinite(reps[0])
-    for r in reps[1:]:
-        good &= np.isfinite(r)
+def replicate_covariances(reps: np.ndarray) -> np.ndarray:
+    """:func:`dpstats.uncertainty.intervals.replicate_covariance` of each group's replicates (q x G x B, one
+    plane per coordinate)."""
+    q = reps.shape[0]
+    good = np.logical_and.reduce(np.isfinite(reps), axis=0)
     bad = np.flatnonzero(~good)
     count = good.sum(axis=1)
     safe = np.maximum(count, 1)
-    work = np.stack(reps)
-    work.reshape(q, -1)[:, bad] = np.inf
-    work.sort(axis=2)
+    ordered = reps.copy()
+    ordered.reshape(q, -1)[:, bad] = np.inf
+    ordered.sort(axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        q1, q3, low, high = np.moveaxis(_quantiles(work, safe, LEVELS), 1, 0)
+        q1, q3, low, high = np.moveaxis(_quantiles(ordered, safe, LEVELS), 1, 0)
         scale = (q3 - q1) / IQR_NORMAL
-        centred = np.stack(reps, out=work)
-        np.maximum(centred, low[:, :, None], out=centred)  # np.clip's arithmetic
+        centred = np.maximum(reps, low[:, :, None], out=ordered)  # np.clip's arithmetic
         np.minimum(centred, high[:, :, None], out=centred)
         centred.reshape(q, -1)[:, bad] = 0.0
         centred -= (centred.sum(axis=2) / safe)[:, :, None]
@@ -218,18 +216,15 @@ def replicate_covariances(reps: Columns) -> np.ndarray:
     return cov
 
 
-def _to_user(unit: Columns, weights: np.ndarray, offset: float, scratch: np.ndarray) -> np.ndarray:
-    """``offset + sum_k weights[k] unit[k]`` over the nonzero weights (a row of the unit scale's jacobian)."""
-    out = None
-    for w, plane in zip(weights, unit, strict=True):
-        if w == 0:
-            continue
-        if out is None:
-            out = plane * w
-        else:
-            out += np.multiply(plane, w, out=scratch)
-    out += offset
-    return out
+def _to_user(unit: Columns, weights: np.ndarray, offset: float, out: np.ndarray) -> None:
+    """``out = offset + sum_k weights[k] unit[k]`` over the nonzero weights (a row of the unit scale's jacobian;
+    the sum in order, a zero offset not added)."""
+    (first, plane), *rest = [(w, plane) for w, plane in zip(weights, unit, strict=True) if w != 0]
+    np.multiply(plane, first, out=out)
+    for w, plane in rest:
+        out += plane * w
+    if offset != 0:
+        out += offset
 
 
 def bootstrap(
@@ -242,8 +237,9 @@ def bootstrap(
     floor: np.ndarray | None,
     to_user: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Each group's replicates in the user's units, design order (G x B x q), and their robust covariance
-    (G x q x q), :data:`BLOCK` groups at a time (module docstring).
+    """Each group's replicates in the user's units, design order (G x B x q: a view of G x q x B, each group's
+    coordinate planes side by side), and their robust covariance (G x q x q), :data:`BLOCK` groups at a time
+    (module docstring).
 
     The arguments are :func:`replicates`' on the unit scale (``cov`` finite and PSD) and ``to_user`` =
     (jacobian, offset, column order) from the unit scale's (intercept, slopes) to the design's columns.
@@ -252,15 +248,14 @@ def bootstrap(
     G, q = coef.shape
     draws = standard_draws(rng, q)
     root = covariance_roots(cov)
-    out = np.empty((G, REPLICATES, q))
+    out = np.empty((G, q, REPLICATES))
     robust = np.empty((G, q, q))
     for start in range(0, G, BLOCK):
         block = slice(start, start + BLOCK)
         unit = replicates(draws, coef[block], root[block], s_xx[block], u_bar[block], scales[block],
                           None if floor is None else floor[block])  # fmt: skip
-        scratch = np.empty_like(unit[0])
-        columns = [_to_user(unit, jacobian[i], offset[i], scratch) for i in order]
-        robust[block] = replicate_covariances(columns)
-        for c, column in enumerate(columns):
-            out[block, :, c] = column
-    return out, robust
+        user = out[block].swapaxes(0, 1)
+        for column, i in zip(user, order, strict=True):
+            _to_user(unit, jacobian[i], offset[i], column)
+        robust[block] = replicate_covariances(user)
+    return out.swapaxes(1, 2), robust

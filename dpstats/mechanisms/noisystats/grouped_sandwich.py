@@ -73,9 +73,14 @@ def meats(U: np.ndarray, v: np.ndarray, sizes: np.ndarray, centre: np.ndarray, c
     W = np.column_stack([np.ones(U.shape[0]), U - np.repeat(centre, sizes, axis=0)])
     fitted = np.einsum("ij,ij->i", W, np.repeat(coef, sizes, axis=0))
     r2 = sandwich.clipped_residuals(v, fitted, np.repeat(bound, sizes)) ** 2
-    rows, cols = np.triu_indices(p + 1)
-    starts = np.cumsum(sizes) - sizes
-    return np.add.reduceat(W[:, rows] * W[:, cols] * r2[:, None], starts, axis=0)
+    products = np.empty(((p + 1) * (p + 2) // 2, U.shape[0]))
+    for entry, (i, j) in enumerate(zip(*np.triu_indices(p + 1), strict=True)):
+        if i == 0:  # W's column 0 is 1: (1 * W_j) * r^2 = W_j r^2 exactly
+            np.multiply(W[:, j], r2, out=products[entry])
+        else:
+            np.multiply(W[:, i], W[:, j], out=products[entry])
+            products[entry] *= r2
+    return np.add.reduceat(products, np.cumsum(sizes) - sizes, axis=1).T
 
 
 def release(
