@@ -22,7 +22,8 @@ data); printed instead of the estimates: the median over the groups of each
 term's absolute error and the share of failed groups.
 
 ``--method auto`` lets auto choose among the mechanisms that run on Dask (the row
-count first, then the error model; one fit only), and prints its choice.
+count first, then the error model), and prints its choice; with ``--groups`` one choice per
+group, from its noisy size (dpstats/distributed/by_group.py).
 
 ``--method tukey`` fits Tukey depth (Amin et al. 2023; its batches dealt row by row and
 summed on the workers, dpstats/mechanisms/tukey/dealt.py) at eps = 1, delta = 1e-6, and
@@ -80,8 +81,8 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=0, help="0: one fit; G: a grouped fit over G keys")
     parser.add_argument("--method", choices=("noisystats", "auto", "tukey"), default="noisystats")
     args = parser.parse_args()
-    if args.groups and args.method in ("auto", "tukey"):
-        parser.error("a grouped fit on Dask takes an explicit method whose statistics are sums (noisystats)")
+    if args.groups and args.method == "tukey":
+        parser.error("a grouped fit on Dask takes a method whose statistics are sums (noisystats, or auto among them)")
     data = lazy_frame(args.rows, args.partitions, args.groups)
     grouped = {"by": "g", "groups": range(args.groups), "se_share": 0} if args.groups else {}
     call = {"delta": DELTA} if args.method == "tukey" else {"bounds": BOUNDS}
@@ -109,7 +110,8 @@ def main() -> None:
     )
     fit = f"{args.groups:,} groups, se_share=0" if args.groups else "with SEs"
     fit += ", delta = 1e-6" if args.method == "tukey" else ""
-    chosen = args.method if args.groups else res.method + (" (auto's choice)" if args.method == "auto" else "")
+    per_group = ", ".join(f"{m} x {k}" for m, k in res.methods.value_counts().items()) if args.groups else ""
+    chosen = (per_group or res.method) + (" (auto's choice)" if args.method == "auto" else "")
     print(f"{f'fit time (dp_ols, {chosen}, eps = 1, {fit})':<58}{seconds:>12.1f} s")
     print(f"{'client peak, tracemalloc during the fit':<58}{traced_peak / mb:>12.1f} MB")
     print(f"{'client peak, ru_maxrss of the process (with scheduler)':<58}{rss_peak / mb:>12.1f} MB")
