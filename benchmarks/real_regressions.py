@@ -31,6 +31,8 @@ import pandas as pd
 import statsmodels.api as sm
 from bench_limits import ENGEL, ENGEL_BOUNDS, FAIR, FAIR_BOUNDS, FAIR_LEVELS
 
+from dpstats.demo import SURVEY_BOUNDS, SURVEY_FORMULA, SURVEY_LEVELS
+
 YES_NO = ["no", "yes"]
 
 
@@ -72,7 +74,6 @@ def _caschools() -> pd.DataFrame:
 
 MINCER_1985 = "np.log(wage) ~ education + experience + I(experience**2 / 100) + C(gender)"
 CPS1988 = "np.log(wage) ~ experience + I(experience**2 / 100) + education + C(ethnicity)"
-CPSSW8 = "np.log(earnings) ~ education + age + I(age**2 / 100) + C(gender) + C(region)"
 HOUSES = (
     "np.log(price) ~ np.log(lotsize) + bedrooms + bathrooms + stories + garage + C(driveway) + C(recreation)"
     " + C(fullbase) + C(gasheat) + C(aircon) + C(prefer)"
@@ -103,7 +104,5 @@ REGRESSIONS = (
                {"score": (600, 720), "stratio": (10, 30), "english": (0, 100), "lunch": (0, 100)}),
     # Stock & Watson's March CPS of 2004: full-time workers aged 21-64 (AER's ?CPSSW8), hourly earnings in
     # 2004 dollars, years of schooling
-    Regression("CPSSW8", lambda: _aer("CPSSW8"), CPSSW8,
-               {"earnings": (2, 100), "education": (0, 20), "age": (21, 64)},
-               {"gender": ["male", "female"], "region": ["Northeast", "Midwest", "South", "West"]}),
+    Regression("CPSSW8", lambda: _aer("CPSSW8"), SURVEY_FORMULA, SURVEY_BOUNDS, SURVEY_LEVELS),  # the demo's
 )  # fmt: skip

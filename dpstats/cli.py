@@ -555,10 +555,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="DP OLS on the public engel data, with the non-private fit for comparison",
-        description="Run dp_ols('foodexp ~ income') on statsmodels' engel data (public, n = 235).",
+        help="DP OLS on a public survey and on the small engel data, each with the non-private fit",
+        description="Run dp_ols on AER's CPSSW8 wage survey (public, n = 61,395; eps = 5) and "
+        "dp_ols('foodexp ~ income') on statsmodels' engel data (public, n = 235; --eps).",
     )
-    demo.add_argument("--eps", type=float, default=1.0, help="privacy budget (default 1)")
+    demo.add_argument("--eps", type=float, default=1.0, help="the engel fit's privacy budget (default 1)")
     demo.add_argument("--seed", type=int, default=None, help="seed for reproducible noise (default: fresh randomness)")
     demo.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     demo.set_defaults(run=run_demo_command)

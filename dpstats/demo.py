@@ -1,13 +1,17 @@
-"""``dpstats demo``: DP OLS on Engel's food-expenditure data, next to the non-private fit.
+"""``dpstats demo``: DP OLS at survey scale and on a small cell, each next to the non-private fit.
 
-The data are statsmodels' ``engel`` data set (Engel 1857: annual household
-income and food expenditure of 235 Belgian working-class households, in
-Belgian francs). They are public, which is what makes the non-private
-comparison printable at all: with confidential data only the DP release could
-be shown.
+First a survey: AER's ``CPSSW8`` (Stock & Watson's Current Population Survey
+extract: 61,395 full-time workers aged 21-64, hourly earnings in 2004 dollars),
+read through R (Debian's r-cran-aer, which scripts/setup.sh installs), and a
+Mincer wage equation at eps = :data:`SURVEY_EPS`: at tens of thousands of rows
+the privacy noise is a small part of the answer. Then statsmodels' ``engel``
+data set (Engel 1857: annual household income and food expenditure of 235
+Belgian working-class households, in Belgian francs), where it is not. Both
+are public, which is what makes the non-private comparison printable at all:
+with confidential data only the DP release could be shown.
 
 The bounds are declared from public knowledge, as they must be, not read from
-the data (see :data:`JUSTIFICATION`).
+the data (see :data:`JUSTIFICATION` and :data:`SURVEY_JUSTIFICATION`).
 """
 
 from __future__ import annotations
@@ -24,9 +28,23 @@ JUSTIFICATION = (
     "working-class households, whose annual income we take to lie in [0, 5000] Belgian francs; food "
     "expenditure is non-negative and is taken to be at most half of that income ceiling, [0, 2500] francs."
 )
+SURVEY_FORMULA = "np.log(earnings) ~ education + age + I(age**2 / 100) + C(gender) + C(region)"
+SURVEY_BOUNDS: dict[str, tuple[float, float]] = {
+    "earnings": (2.0, 100.0),
+    "education": (0.0, 20.0),
+    "age": (21.0, 64.0),
+}
+SURVEY_LEVELS = {"gender": ["male", "female"], "region": ["Northeast", "Midwest", "South", "West"]}
+SURVEY_EPS = 5.0
+"""The survey fit's budget (the demo's ``eps`` is the small cell's)."""
+SURVEY_JUSTIFICATION = (
+    "Public justification of the bounds: the survey's population is full-time workers aged 21 to 64 (its "
+    "documentation), so age lies in [21, 64]; years of schooling in [0, 20]; hourly earnings in 2004 dollars "
+    "in [2, 100] (a full-time worker below $2 or above $100 an hour is clipped to the bound)."
+)
 NON_PRIVATE_LABEL = "NON-PRIVATE comparison: statsmodels OLS on the same data (no privacy)"
 NON_PRIVATE_NOTE = (
-    "Shown only because the engel data are public; with confidential data only the DP release above may be published."
+    "Shown only because these data are public; with confidential data only the DP release above may be published."
 )
 
 
@@ -37,12 +55,22 @@ def load_engel() -> pd.DataFrame:
     return engel.load_pandas().data
 
 
-def non_private_fit(data: pd.DataFrame) -> pd.DataFrame:
-    """Ordinary statsmodels OLS of :data:`FORMULA` (coefficients and standard errors)."""
+def load_survey() -> pd.DataFrame:
+    """AER's public CPSSW8 through the embedded R (dpstats/r_interop/embedded.py)."""
+    from .r_interop import r_to_pandas, start_r
+
+    ro = start_r()
+    ro.r('data("CPSSW8", package = "AER")')
+    return r_to_pandas(ro.r["CPSSW8"])
+
+
+def non_private_fit(data: pd.DataFrame, formula: str = FORMULA) -> pd.DataFrame:
+    """Ordinary statsmodels OLS of ``formula`` (coefficients and standard errors)."""
+    import numpy as np  # noqa: F401 (the formula's np.log is read in this frame: eval_env=0)
     import pandas as pd
     import statsmodels.formula.api as smf
 
-    fit = smf.ols(FORMULA, data).fit()
+    fit = smf.ols(formula, data, eval_env=0).fit()
     return pd.DataFrame({"coef": fit.params, "std err": fit.bse})
 
 
@@ -74,40 +102,63 @@ def _comment(text: str, fmt: str) -> str:
 
 
 def run_demo(eps: float = 1.0, seed: int | None = None, fmt: str = "text") -> str:
-    """Fit ``foodexp ~ income`` on engel with DP and without; return the report.
+    """Fit the survey's wage equation at :data:`SURVEY_EPS` and ``foodexp ~ income`` on engel at ``eps``, each
+    with DP and without; return the report.
 
-    ``eps`` is the privacy budget, ``seed`` the noise seed (None: fresh OS
-    randomness) and ``fmt`` one of ``text``, ``latex``, ``markdown``, ``json``.
+    ``seed`` is the noise seed of both fits (None: fresh OS randomness) and ``fmt`` one of ``text``,
+    ``latex``, ``markdown``, ``json``.
     """
     from .api.estimators import dp_ols
     from .output.render import FORMATS, dumps, render
 
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}")
+    survey = load_survey()
+    survey_res = dp_ols(
+        SURVEY_FORMULA, survey, eps=SURVEY_EPS, bounds=SURVEY_BOUNDS, levels=SURVEY_LEVELS, random_state=seed
+    )
+    survey_ols = non_private_fit(survey, SURVEY_FORMULA)
     data = load_engel()
     res = dp_ols(FORMULA, data, eps=eps, bounds=BOUNDS, random_state=seed)
     ols = non_private_fit(data)
 
     if fmt == "json":
         report: dict[str, Any] = {
+            "survey": {
+                "data": f"AER's CPSSW8 (public), n = {len(survey)}",
+                "bounds_justification": SURVEY_JUSTIFICATION,
+                "dp": survey_res.to_dict(),
+                "non_private": _non_private_json(survey_ols),
+            },
             "data": "statsmodels.datasets.engel (public), n = 235",
             "bounds_justification": JUSTIFICATION,
             "dp": res.to_dict(),
-            "non_private": {
-                "label": NON_PRIVATE_LABEL,
-                "note": NON_PRIVATE_NOTE,
-                "terms": list(ols.index),
-                "params": ols["coef"].tolist(),
-                "bse": ols["std err"].tolist(),
-            },
+            "non_private": _non_private_json(ols),
         }
         return dumps(report)
 
+    survey_intro = (
+        f"dpstats demo, at survey scale: dp_ols({SURVEY_FORMULA!r}, CPSSW8, eps={SURVEY_EPS:g}) on AER's public "
+        f"Current Population Survey extract (n = {len(survey):,} full-time workers)."
+    )
     intro = (
-        f"dpstats demo: dp_ols({FORMULA!r}, engel, eps={eps:g}) on statsmodels' public engel data "
+        f"Then a small cell: dp_ols({FORMULA!r}, engel, eps={eps:g}) on statsmodels' public engel data "
         f"(n = 235 Belgian households, 1857)."
     )
     parts = [
+        _comment(survey_intro, fmt),
+        _comment(SURVEY_JUSTIFICATION, fmt),
+        "",
+        render(survey_res, fmt),
+        "",
+        _header(NON_PRIVATE_LABEL, fmt),
+        _table(survey_ols, fmt),
+        _comment(
+            f"At {len(survey):,} rows the privacy noise is a small part of the answer: method='auto' chose "
+            f"{survey_res.method}, and its intervals carry the noise.",
+            fmt,
+        ),
+        "",
         _comment(intro, fmt),
         _comment(JUSTIFICATION, fmt),
         "",
@@ -125,3 +176,13 @@ def run_demo(eps: float = 1.0, seed: int | None = None, fmt: str = "text") -> st
         ),
     ]
     return "\n".join(parts)
+
+
+def _non_private_json(ols: pd.DataFrame) -> dict[str, Any]:
+    return {
+        "label": NON_PRIVATE_LABEL,
+        "note": NON_PRIVATE_NOTE,
+        "terms": list(ols.index),
+        "params": ols["coef"].tolist(),
+        "bse": ols["std err"].tolist(),
+    }
