@@ -200,19 +200,24 @@ def nearest_psd(matrix: np.ndarray) -> np.ndarray:
     off-diagonal entries cannot inflate the variances, as clipping the
     eigenvalues of the matrix itself would (post-processing).
     """
-    sym = (np.asarray(matrix, dtype=float) + np.asarray(matrix, dtype=float).T) / 2.0
-    scale = np.sqrt(np.maximum(np.diag(sym), 0.0))
-    positive = scale > 0
-    out = np.zeros_like(sym)
-    if not positive.any():
-        return out
-    sub = sym[np.ix_(positive, positive)] / np.outer(scale[positive], scale[positive])
-    values, vectors = np.linalg.eigh(sub)
-    corr = (vectors * np.maximum(values, 0.0)) @ vectors.T
-    unit = np.sqrt(np.maximum(np.diag(corr), 1e-300))
-    corr = corr / np.outer(unit, unit)
-    out[np.ix_(positive, positive)] = corr * np.outer(scale[positive], scale[positive])
-    return out
+    return nearest_psds(np.asarray(matrix, dtype=float)[None])[0]
+
+
+def nearest_psds(matrices: np.ndarray) -> np.ndarray:
+    """:func:`nearest_psd` of each matrix of a stack (leading axis): a coordinate without a positive diagonal
+    entry gets a unit row in the correlation matrix, which leaves the eigenvalues of the rest as they were, and
+    a zero row and column in the result."""
+    sym = (matrices + np.swapaxes(matrices, 1, 2)) / 2.0
+    diagonal = np.diagonal(sym, axis1=1, axis2=2)
+    scale = np.sqrt(np.where(diagonal > 0.0, diagonal, 0.0))  # a NaN variance counts as none, as a negative one
+    outer = scale[:, :, None] * scale[:, None, :]
+    identity = np.broadcast_to(np.eye(scale.shape[1]), sym.shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.where(outer > 0, sym / outer, identity)
+    values, vectors = np.linalg.eigh(corr)
+    corr = (vectors * np.maximum(values, 0.0)[:, None, :]) @ np.swapaxes(vectors, 1, 2)
+    unit = np.sqrt(np.maximum(np.diagonal(corr, axis1=1, axis2=2), 1e-300))
+    return corr / (unit[:, :, None] * unit[:, None, :]) * outer
 
 
 def wald_test(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...uncertainty import sandwich
+from ...uncertainty.intervals import nearest_psds
 from .grouped_sandwich import GroupSandwiches
 
 
@@ -56,21 +57,6 @@ def privacy_covariances(coef: np.ndarray, s_xx: np.ndarray, scales: np.ndarray, 
     spread = scales[:, 2] * (1.0 + np.abs(b).sum(axis=1))
     out[:, 0, 0] = np.einsum("gj,gjk,gk->g", u_bar, v_b, u_bar) + 2.0 * spread**2
     return out
-
-
-def nearest_psds(matrices: np.ndarray) -> np.ndarray:
-    """:func:`dpstats.uncertainty.intervals.nearest_psd` of each matrix: a coordinate without a positive diagonal
-    entry gets a unit row in the correlation matrix, which leaves the eigenvalues of the rest as they were."""
-    sym = (matrices + np.swapaxes(matrices, 1, 2)) / 2.0
-    scale = np.sqrt(np.maximum(np.diagonal(sym, axis1=1, axis2=2), 0.0))
-    outer = scale[:, :, None] * scale[:, None, :]
-    G, q = scale.shape
-    with np.errstate(invalid="ignore", divide="ignore"):
-        corr = np.where(outer > 0, sym / outer, _eye(G, q))
-    values, vectors = np.linalg.eigh(corr)
-    corr = (vectors * np.maximum(values, 0.0)[:, None, :]) @ np.swapaxes(vectors, 1, 2)
-    unit = np.sqrt(np.maximum(np.diagonal(corr, axis1=1, axis2=2), 1e-300))
-    return corr / (unit[:, :, None] * unit[:, None, :]) * outer
 
 
 def robust_meats(released: GroupSandwiches, bread: np.ndarray, privacy_cov: np.ndarray, m: np.ndarray):
