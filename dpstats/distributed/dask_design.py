@@ -37,7 +37,7 @@ fits) are refused before any data are read, with the alternatives named.
 ``method="auto"`` chooses among the mechanisms whose statistics are sums
 (:func:`supported`), by the same error model and refusal rule as on pandas,
 once the rows are counted (n is public). Grouped calls (``by=``) on a dask
-DataFrame are in dpstats/distributed/by_group.py, where auto is refused.
+DataFrame are in dpstats/distributed/by_group.py, where auto chooses per group.
 
 A pass over the partitions that runs longer than a few seconds shows a tqdm
 progress bar on a terminal (:func:`tree_sum`).
