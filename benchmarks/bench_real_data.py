@@ -8,7 +8,8 @@ the relative error against OLS (QuantReg at the median), the worst over those co
 whose 95% interval covers the non-private value (the worst coefficient), over the fits that report a finite
 interval (a fit without standard errors, e.g. Tukey where the spreads are unaffordable, says so and is counted in
 ``no CI``); ``ok cover``, the same over the fits whose status is "ok" (a fit flagged "biased" names the bias its
-interval does not cover, ``biased`` counts them); the failures and auto's refusals
+interval does not cover, ``biased`` counts them; ``>2se``, the share of the biased fits whose realized error exceeds two
+of their own standard errors on a strong coefficient, what the label promises; issue 45); the failures and auto's refusals
 (before spending; dpstats/planning/refusal.py); ``pred/real``, compare_methods' predicted "error" of the
 coefficient its prediction is of (dpstats/planning/error_model.error_term) over that coefficient's realized
 error, both the 68th percentile over the seeds (the error model's C(68)); the seconds per fit and their
@@ -59,6 +60,7 @@ class Cell:
     errors: list[np.ndarray] = field(default_factory=list)
     covered: list[np.ndarray] = field(default_factory=list)  # NaN where the fit reports no finite interval
     biased: list[bool] = field(default_factory=list)
+    far: list[bool] = field(default_factory=list)  # per fit: some coefficient more than 2 SEs from the reference
     failed: int = 0
     refused: int = 0
     seconds: float = 0.0
@@ -94,6 +96,7 @@ def run_cell(reg: Regression, data: pd.DataFrame, estimator: str, method: str, e
         finite = np.isfinite(ci["lower"].to_numpy()) | np.isfinite(ci["upper"].to_numpy())
         cell.covered.append(np.where(finite, covers, np.nan))
         cell.biased.append(res.status == "biased")
+        cell.far.append(np.abs(params - reference.to_numpy()) > 2 * res.bse[reference.index].to_numpy())
     return cell
 
 
@@ -105,8 +108,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", nargs="+", default=None)
     parser.add_argument("--strong", type=float, default=5.0)
     args = parser.parse_args(argv)
+    totals = Totals()
     print(f"{'data':<11} {'n':>6} {'est':<8} {'method':<12} {'eps':>6} {'rel err':>8} {'cover':>6} "
-          f"{'ok cover':>8} {'biased':>6} {'no CI':>5} {'fail':>5} {'refuse':>6} {'pred/real':>9} {'s/fit':>6} "
+          f"{'ok cover':>8} {'biased':>6} {'>2se':>5} {'no CI':>5} {'fail':>5} {'refuse':>6} {'pred/real':>9} {'s/fit':>6} "
           f"{'x sm':>5}  chose")  # fmt: skip
     for reg in REGRESSIONS:
         if reg.name not in args.data:
@@ -122,10 +126,13 @@ def main(argv: list[str] | None = None) -> None:
                     continue
                 for eps in args.eps:
                     cell = run_cell(reg, data, estimator, method, eps, args.seeds, public.params)
+                    if eps < 1e6:  # the limit's fits check the mechanisms, not what DP costs
+                        totals.add(cell, strong)
                     line = row(reg, data, estimator, method, eps, cell, strong, public)
                     ratio = cell.seconds / max(cell.runs, 1) / reference_seconds
                     head, chose = line.rsplit("  ", 1)
                     print(f"{head} {ratio:>5.1f}  {chose}", flush=True)
+    print(totals.line())
 
 
 def timed_reference(formula: str, data: pd.DataFrame, estimator: str):
@@ -152,10 +159,45 @@ def row(reg: Regression, data: pd.DataFrame, estimator: str, method: str, eps: f
     worst_cover, ok_cover = worst_coverage(covered), worst_coverage(covered[ok] if released else covered)
     no_interval = int(np.isnan(covered).all(axis=1).sum()) if released else 0
     ratio = prediction_ratio(reg, data, estimator, method, eps, cell, public)
+    far = far_when_biased(cell, strong)
     return (f"{reg.name:<11} {len(data):>6} {estimator:<8} {method:<12} {eps:>6g} {worst_error:>8.3f} "
-            f"{worst_cover:>6.2f} {ok_cover:>8.2f} {sum(cell.biased):>6} {no_interval:>5} {cell.failed:>5} "
+            f"{worst_cover:>6.2f} {ok_cover:>8.2f} {sum(cell.biased):>6} {far:>5.2f} {no_interval:>5} {cell.failed:>5} "
             f"{cell.refused:>6} {ratio:>9.2f} {cell.seconds / max(cell.runs, 1):>6.2f}  "
             f"{','.join(sorted(cell.chose))}")  # fmt: skip
+
+
+def far_when_biased(cell: Cell, strong: np.ndarray) -> float:
+    """The share of the fits labelled "biased" with some strong coefficient more than two of its own standard
+    errors from the reference (NaN: none labelled)."""
+    far = [f[strong].any() for f, biased in zip(cell.far, cell.biased) if biased]
+    return float(np.mean(far)) if far else math.nan
+
+
+@dataclass
+class Totals:
+    """Every cell's fits pooled: how many say "biased", how many of those are more than 2 SEs off, and how
+    often an interval with a finite end covers a strong coefficient's reference."""
+
+    fits: int = 0
+    biased: int = 0
+    far: int = 0
+    covered: float = 0.0
+    intervals: int = 0
+
+    def add(self, cell: Cell, strong: np.ndarray) -> None:
+        self.fits += len(cell.biased)
+        self.biased += sum(cell.biased)
+        self.far += sum(bool(f[strong].any()) for f, b in zip(cell.far, cell.biased) if b)
+        covered = np.array(cell.covered)[:, strong] if cell.covered and strong.any() else np.empty(0)
+        self.covered += float(np.nansum(covered))
+        self.intervals += int(np.isfinite(covered).sum())
+
+    def line(self) -> str:
+        share = self.biased / max(self.fits, 1)
+        far = self.far / self.biased if self.biased else math.nan
+        cover = self.covered / self.intervals if self.intervals else math.nan
+        return (f"all cells: {self.fits} fits, labelled biased {share:.3f}, of those > 2 SEs off {far:.3f}, "
+                f"coverage of strong coefficients {cover:.3f} ({self.intervals} intervals)")
 
 
 def worst_coverage(covered: np.ndarray) -> float:

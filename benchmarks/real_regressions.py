@@ -20,6 +20,9 @@ documentation, never from the rows:
   English learners and the share on free or reduced-price lunch, 420 districts (added in issue 42).
 * CPSSW8 (AER; Stock & Watson 2007): log hourly earnings on schooling, age, its square, gender and four regions,
   61,395 full-time workers (added in issue 42).
+* SwissLabor (AER; Gerfin 1996): a linear probability model of labour-force participation on non-labour income,
+  age, its square, schooling, young and old children and nationality, 872 women (added in issue 45: a binary
+  outcome with many coefficients, where the bias labels were on nearly every fit).
 """
 
 from __future__ import annotations
@@ -65,6 +68,12 @@ def _psid1976() -> pd.DataFrame:
     return data[data["participation"] == "yes"].reset_index(drop=True)  # Mroz's wage equation: working women
 
 
+def _swisslabor() -> pd.DataFrame:
+    """AER's SwissLabor with participation as 0/1 (a row-wise map of a public column)."""
+    data = _aer("SwissLabor")
+    return data.assign(works=(data["participation"] == "yes").astype(float))
+
+
 def _caschools() -> pd.DataFrame:
     """AER's CASchools with Stock & Watson's test score (the mean of reading and maths) and pupils per teacher,
     row-wise maps of public columns."""
@@ -78,6 +87,7 @@ HOUSES = (
     "np.log(price) ~ np.log(lotsize) + bedrooms + bathrooms + stories + garage + C(driveway) + C(recreation)"
     " + C(fullbase) + C(gasheat) + C(aircon) + C(prefer)"
 )
+SWISS = "works ~ income + age + I(age**2) + education + youngkids + oldkids + C(foreign)"
 REGRESSIONS = (
     Regression("engel", lambda: sm.datasets.engel.load_pandas().data, ENGEL, ENGEL_BOUNDS,
                estimators=("ols", "quantreg"), median_formula=ENGEL, one_regressor=True),
@@ -105,4 +115,9 @@ REGRESSIONS = (
     # Stock & Watson's March CPS of 2004: full-time workers aged 21-64 (AER's ?CPSSW8), hourly earnings in
     # 2004 dollars, years of schooling
     Regression("CPSSW8", lambda: _aer("CPSSW8"), SURVEY_FORMULA, SURVEY_BOUNDS, SURVEY_LEVELS),  # the demo's
+    # Gerfin (1996): Swiss women aged 20-62 in 1981; income the log of non-labour income, age in decades,
+    # schooling in years, children under 7 and over 7
+    Regression("SwissLabor", _swisslabor, SWISS,
+               {"works": (0, 1), "income": (6, 14), "age": (2, 6.5), "education": (0, 21), "youngkids": (0, 3),
+                "oldkids": (0, 6)}, {"foreign": YES_NO}),
 )  # fmt: skip
