@@ -60,10 +60,13 @@ class Release:
     (``"basic"`` or ``"percentile"``,
     :func:`dpstats.uncertainty.intervals.confidence_intervals`).
     ``noisy_stats`` are released sufficient statistics (no array of length n).
-    ``bias`` names a bias the estimate keeps that its interval does not cover
-    (binning at the declared bins, a pull towards a domain's boundary), decided
-    from public facts and released values only; the result's status then says
-    "biased" (docs/DESIGN.md section 2: an interval is a promise).
+    ``bias`` names a bias the estimate keeps (binning at the declared bins, a
+    pull towards a domain's boundary), decided from public facts and released
+    values only, and ``bias_bound`` bounds it per coefficient (user units,
+    post-processing; None where nothing bounds it). The result's intervals
+    carry a finite bound and its status says "biased" where the bound can
+    dominate the standard error (dpstats/uncertainty/bias.py; docs/DESIGN.md
+    section 2: an interval is a promise).
     """
 
     params: np.ndarray
@@ -77,6 +80,7 @@ class Release:
     replicates: np.ndarray | None = None
     interval: str = "basic"
     bias: str | None = None
+    bias_bound: np.ndarray | None = None
 
 
 FitFunction = Callable[..., Release]
