@@ -1,0 +1,106 @@
+"""Intervals that carry a bound on the bias, and when a fit is called "biased" (issue 45).
+
+Some mechanisms keep a bias their standard errors do not describe: the
+perturbed histogram's binning, NoisyStats' repair of a noisy Gram matrix,
+KNG's pull towards its domain's boundary, Theil-Sen's estimand. Where the
+release bounds it per coefficient, ``|bias_j| <= B_j`` (``Release.bias_bound``,
+post-processing of the release and public facts), the interval carries it as
+Armstrong & Kolesár (2020) do for nonparametric regression: with the estimate
+approximately ``N(theta_j + bias_j, se_j^2)`` and ``|bias_j| <= B_j``, the
+interval ``theta^_j -/+ cv_alpha(B_j / se_j) se_j`` covers ``theta_j`` with
+probability at least ``1 - alpha`` for every bias in the bound, where
+``cv_alpha(t)`` is the ``1 - alpha`` quantile of ``|N(t, 1)|``
+(:func:`critical_value`). At ``t = 0`` it is the usual ``z_{1 - alpha/2}``; for
+large ``t`` it is about ``t + z_{1 - alpha}``, so the interval widens by the
+bound and little more. A bootstrap interval is widened on each side by
+``(cv_alpha(t) - z_{1 - alpha/2}) se_j`` (:func:`widened`), the p-values are
+those of the widened intervals (:func:`bias_aware_pvalues`).
+
+**The class.** A bias that depends on the true coefficients is bounded over
+a class of them, as Armstrong & Kolesár bound a regression function's
+curvature: on the unit scale (every non-intercept design column and the
+response mapped onto [0, 1] by their declared bounds,
+dpstats/design/matrix.py, ``CenteredUnitScale``) every slope is at most
+``EFFECT_BOUND`` in absolute value: no term moves y by more than that many
+times y's declared range across the term's own declared range. Of the real
+regressions of benchmarks/real_regressions.py the largest is 3.7 (SwissLabor's
+age and its square, whose effects nearly cancel); the rest are at most 0.9.
+
+**Status.** A fit is "biased" where, for some coefficient, the bound exceeds
+``DOMINATES`` standard errors: the bias can then be the larger part of the
+estimate's error, and the estimate can sit more than its standard errors from
+the truth; its interval still carries the bound. Where every bound is at most
+that, the bias is small next to the noise, the interval holds it, and the fit
+is "ok". A bias that nothing bounds (``B_j`` infinite: Theil-Sen's estimand,
+KNG's boundary pull) makes the fit "biased" and leaves its interval as the
+mechanism gives it, with the status naming the bias. A fit without standard
+errors is "biased" wherever its bound is positive: no interval carries it.
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+
+import numpy as np
+from scipy import optimize, stats
+
+EFFECT_BOUND = 4.0
+"""The class of true coefficients bias bounds hold over: unit-scale slopes at most this (module docstring)."""
+DOMINATES = 1.0
+"""A fit is "biased" where some coefficient's bias bound exceeds this many of its standard errors (module
+docstring, **Status**)."""
+
+
+def critical_value(t: np.ndarray | float, alpha: float) -> np.ndarray:
+    """``cv_alpha(t)``: the ``1 - alpha`` quantile of ``|N(t, 1)|`` (Armstrong & Kolesár 2020), elementwise;
+    infinite where ``t`` is."""
+    t = np.abs(np.atleast_1d(np.asarray(t, dtype=float)))
+    out = np.full(t.shape, np.inf)
+    for i, value in enumerate(t):
+        if np.isfinite(value):
+            out[i] = _critical_value(float(value), alpha)
+    return out
+
+
+def _critical_value(t: float, alpha: float) -> float:
+    def coverage_gap(c: float) -> float:
+        return stats.norm.cdf(c - t) - stats.norm.cdf(-c - t) - (1.0 - alpha)
+
+    z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+    return float(optimize.brentq(coverage_gap, z - 1e-12, t + z + 1.0, xtol=1e-12))
+
+
+def widened(
+    lower: np.ndarray, upper: np.ndarray, se: np.ndarray, bound: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval ``[lower, upper]`` widened on each side by ``(cv_alpha(B / se) - z) se`` (module docstring);
+    unchanged where the bound is 0 or infinite, or the standard error is not finite and positive."""
+    bound, se = np.asarray(bound, dtype=float), np.asarray(se, dtype=float)
+    usable = np.isfinite(bound) & (bound > 0) & np.isfinite(se) & (se > 0)
+    extra = np.zeros(bound.shape)
+    if usable.any():
+        z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+        extra[usable] = (critical_value(bound[usable] / se[usable], alpha) - z) * se[usable]
+    return np.asarray(lower, dtype=float) - extra, np.asarray(upper, dtype=float) + extra
+
+
+def bias_aware_pvalues(pvalues: np.ndarray, se: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """Two-sided p-values that invert the widened intervals: a p-value ``p`` is read as ``|z| = z_{1 - p/2}``
+    and becomes ``P(|N(t, 1)| > |z|)`` with ``t = B / se``, the largest the bias allows (module docstring)."""
+    pvalues, bound, se = (np.asarray(a, dtype=float) for a in (pvalues, bound, se))
+    usable = np.isfinite(bound) & (bound > 0) & np.isfinite(se) & (se > 0) & np.isfinite(pvalues)
+    out = pvalues.copy()
+    if usable.any():
+        z = stats.norm.isf(pvalues[usable] / 2.0)
+        t = bound[usable] / se[usable]
+        out[usable] = np.minimum(stats.norm.sf(z - t) + stats.norm.sf(z + t), 1.0)
+    return out
+
+
+def dominates(bound: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """Per coefficient: can the bias dominate (module docstring, **Status**)? A positive bound next to a
+    standard error that is not finite and positive counts."""
+    bound, se = np.asarray(bound, dtype=float), np.asarray(se, dtype=float)
+    with np.errstate(invalid="ignore"):
+        measured = np.isfinite(se) & (se > 0)
+        return np.where(measured, bound > DOMINATES * np.where(measured, se, 1.0), bound > 0)
