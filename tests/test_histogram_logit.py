@@ -129,7 +129,7 @@ def test_limit_at_the_default_bins_is_the_mle_at_the_cells_means(fair: pd.DataFr
     ref = smf.logit("any ~" + FAIR.split("~")[1], fair).fit(disp=0)
     gap = np.abs(np.asarray(res.params) - ref.params.to_numpy())
     assert np.all((gap <= 0.02 * np.abs(ref.params.to_numpy())) | (gap <= 0.25 * ref.bse.to_numpy()))
-    assert res.bias == BINNING_BIAS and res.hyperparameters["bins"]["I(affairs > 0)"] == 2
+    assert res.bias_source == BINNING_BIAS and res.hyperparameters["bins"]["I(affairs > 0)"] == 2
 
 
 # --------------------------------------------------------------------------

@@ -259,7 +259,7 @@ def test_a_failed_release_of_S_gives_the_domain_as_intervals_without_warnings() 
         res = dpstats.dp_ols(d.formula, data, eps=0.05, bounds=d.bounds, levels=d.levels, method="kng", random_state=0)
     assert "not positive definite" in res.se_note
     # the intervals cover only if the fit lies in the domain, which the noisy X'X cannot tell: the fit is flagged
-    assert res.status == "biased" and "does not tell how much of the noise law" in res.bias
+    assert res.status == "biased" and "does not tell how much of the noise law" in res.bias_source
     assert np.all(np.isfinite(res.bse.to_numpy())) and np.all(res.bse.to_numpy() > 0)
     ci = res.conf_int(0.05)
     np.testing.assert_allclose(res.conf_int(0.01).to_numpy(), ci.to_numpy())

@@ -148,7 +148,7 @@ def test_least_squares_equals_ols(formula, bounds, levels, engel, grunfeld_firms
     reference = smf.ols(formula, data).fit().params.to_numpy()
     for seed in range(3):
         res = dpstats.dp_ols(formula, data, eps=EPS, bounds=bounds, levels=levels, method="kng", random_state=seed)
-        assert res.hyperparameters["B"] > 7.0 and res.bias is None  # 8.41 (engel), 7.58 (40 rows of grunfeld)
+        assert res.hyperparameters["B"] > 7.0 and res.bias_source is None  # 8.41 (engel), 7.58 (40 rows of grunfeld)
         # the draw at eps = 1e9 deviates by about 1e-7 of the response's declared range (2,000 or 2,500)
         np.testing.assert_allclose(res.params.to_numpy(), reference, rtol=1e-6, atol=1e-3)
 
@@ -168,11 +168,11 @@ def test_an_estimate_on_the_boundary_says_so(engel: pd.DataFrame) -> None:
     and tidy(); B = 2 does not."""
     kw = {"eps": EPS, "bounds": ENGEL_BOUNDS, "method": "kng", "random_state": 0}
     cut = dpstats.dp_ols("foodexp ~ income", engel, B=1.0, **kw)
-    assert cut.status == "biased" and "boundary of KNG's domain" in cut.bias
+    assert cut.status == "biased" and "boundary of KNG's domain" in cut.bias_source
     assert "biased: the interval does not cover the pull towards the boundary" in cut.summary().as_text()
     assert cut.glance()["status"].iloc[0] == "biased" and set(cut.tidy()["status"]) == {"biased"}
     free = dpstats.dp_ols("foodexp ~ income", engel, B=2.0, **kw)
-    assert free.status == "ok" and free.bias is None
+    assert free.status == "ok" and free.bias_source is None
 
 
 def test_a_law_pinned_against_the_boundary_gives_the_domain_rather_than_a_point(engel: pd.DataFrame) -> None:
@@ -180,7 +180,7 @@ def test_a_law_pinned_against_the_boundary_gives_the_domain_rather_than_a_point(
     (its interval was a point, SE 0; then infinite): now each interval is the coefficient's whole range over Theta
     at every level, ``offset +- B max|a|`` (intercept 1250 +- 1250, slope 0 +- 1250 / 2500), and the fit is biased."""
     res = dpstats.dp_ols("foodexp ~ income", engel, eps=100.0, bounds=ENGEL_BOUNDS, method="kng", B=1.0, random_state=2)
-    assert res.status == "biased" and "untruncated noise law lies outside" in res.bias
+    assert res.status == "biased" and "untruncated noise law lies outside" in res.bias_source
     assert "no spread" in res.se_note and np.all(np.isfinite(res.bse)) and np.all(res.bse > 0)
     for alpha in (0.01, 0.05, 0.5):
         ci = res.conf_int(alpha).to_numpy()

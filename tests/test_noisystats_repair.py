@@ -276,7 +276,7 @@ def test_a_repair_that_binds_names_its_shrinkage_and_one_that_does_not_is_ok() -
     data = pd.DataFrame({"x": x, "y": np.clip(x + x**2 + rng.normal(0, 0.2, x.size), -1, 3)})
     common = dict(bounds={"x": (0, 1), "y": (-1, 3)}, method="noisystats", singular="repair", random_state=1)
     lifted = dpstats.dp_ols("y ~ x + I(x**2)", data, eps=1.0, **common)
-    assert lifted.status == "biased" and lifted.bias.startswith("the repair's shrinkage: 1 eigenvalue")
+    assert lifted.status == "biased" and lifted.bias_source.startswith("the repair's shrinkage: 1 eigenvalue")
     assert dpstats.dp_ols("y ~ x + I(x**2)", data, eps=1e4, **common).status == "ok"
     matrix = np.diag([5.0, 0.1])
     assert repair.floor_bias(matrix, 0.05) is None and "1 eigenvalue" in repair.floor_bias(matrix, 0.2)

@@ -19,7 +19,7 @@ N = 80
 BOUNDS = {"x": (0.0, 10.0), "z": (-5.0, 5.0), "y": (-20.0, 40.0)}
 LEVELS = {"g": ["lo", "mid", "hi"]}
 TERMS = ["Intercept", "g[T.mid]", "g[T.hi]", "x", "z"]
-TIDY_COLUMNS = ["term", "estimate", "std.error", "statistic", "p.value", "conf.low", "conf.high", "status"]
+TIDY_COLUMNS = ["term", "estimate", "std.error", "statistic", "p.value", "conf.low", "conf.high", "bias", "status"]
 
 
 @pytest.fixture(scope="module")
@@ -98,20 +98,21 @@ def test_nobs_and_predict(res, data):
 def test_tidy_and_glance(res):
     tidy = res.tidy()
     assert list(tidy.columns) == TIDY_COLUMNS
-    assert tidy.shape == (len(TERMS), 8)
+    assert tidy.shape == (len(TERMS), 9)
     assert tidy["term"].tolist() == TERMS
     np.testing.assert_array_equal(tidy["estimate"].to_numpy(), res.params.to_numpy())
     np.testing.assert_array_equal(tidy["std.error"].to_numpy(), res.bse.to_numpy())
     np.testing.assert_allclose(tidy["conf.low"].to_numpy(), res.conf_int()["lower"].to_numpy(), rtol=1e-12)
     np.testing.assert_allclose(tidy["conf.high"].to_numpy(), res.conf_int()["upper"].to_numpy(), rtol=1e-12)
-    assert list(res.tidy(conf_int=False).columns) == [*TIDY_COLUMNS[:5], "status"]  # no interval columns
-    assert set(tidy["status"]) == {"ok"}  # NoisyStats keeps no bias its interval leaves out
+    assert list(res.tidy(conf_int=False).columns) == [*TIDY_COLUMNS[:5], "bias", "status"]  # no interval columns
+    assert set(tidy["status"]) == {"ok"} and (tidy["bias"] == 0).all()  # singular="fail" keeps no bias
 
     glance = res.glance()
     assert glance.shape[0] == 1
     row = glance.iloc[0]
     assert row["nobs"] == N and row["eps"] == 30.0 and row["method"] == "noisystats"
-    assert row["notion"] == "pure" and not row["failed"] and row["status"] == "ok" and row["bias"] is None
+    assert row["notion"] == "pure" and not row["failed"] and row["status"] == "ok"
+    assert row["bias"] == 0 and row["bias.source"] is None
     assert row["inference"] == res.inference == "bootstrap (percentile)"
 
 

@@ -29,7 +29,8 @@ import numpy as np
 from ..output.render import ModelTable, TableRow
 from ..results.quantile_fits import DPQuantileFits
 from ..results.regression import SURVEY_KEYS, DPRegressionResults
-from ..uncertainty.intervals import check_alpha, confidence_intervals, pvalues
+from ..uncertainty import bias as bias_rule
+from ..uncertainty.intervals import check_alpha
 
 STARS = (0.1, 0.05, 0.01)
 """The conventional thresholds of ``stars=True``: one star below 0.1, two below 0.05, three below 0.01."""
@@ -50,7 +51,9 @@ class Column:
     proven: bool
     failed: bool
     reason: str | None
-    bias: str | None
+    bias_source: str | None
+    bias: np.ndarray
+    """Per term, the bound on the bias the estimate keeps (0: none; inside the interval where finite)."""
     terms: tuple[str, ...]
     estimate: np.ndarray
     se: np.ndarray
@@ -63,6 +66,19 @@ class Column:
     """The survey-weight column of a weighted fit (None: unweighted)."""
     psus: str | None = None
     """A weighted fit's declared PSUs, ``"psu"`` or ``"psu within st"`` (None: none declared)."""
+
+    @property
+    def status(self) -> str:
+        """ "failed", "biased" or "ok" (dpstats/uncertainty/bias.py, **Status**)."""
+        return bias_rule.status(self.failed, self.bias, self.se)
+
+    @property
+    def bias_ratio(self) -> float:
+        """The largest bias bound in standard errors (infinite where a bound has no finite one to compare)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            usable = np.isfinite(self.se) & (self.se > 0)
+            ratio = np.where(self.bias > 0, self.bias / np.where(usable, self.se, 0.0), 0.0)
+        return float(np.max(ratio, initial=0.0))
 
 
 @dataclass(frozen=True)
@@ -86,7 +102,9 @@ class ReleasedFit:
     q: float | None = None
     failed: bool = False
     reason: str | None = None
-    bias: str | None = None
+    bias_source: str | None = None
+    bias: np.ndarray | None = None
+    """Per term, the bound on the bias (``res.bias``); None with ``bias_source``: unbounded."""
     survey: Mapping[str, str] | None = None
     """The survey design's column names (``weights``, ``cluster``, ``strata``; None unweighted)."""
 
@@ -103,6 +121,7 @@ class ReleasedFit:
         hyperparameters = payload.get("hyperparameters") or {}
         q = payload.get("q", hyperparameters.get("q"))
         survey = {k: str(hyperparameters[k]) for k in SURVEY_KEYS if hyperparameters.get(k) is not None}
+        bound = payload.get("bias")
         return cls(
             y_name=y_name,
             estimator=str(payload.get("estimator", "ols")),
@@ -117,7 +136,8 @@ class ReleasedFit:
             q=None if q is None else float(q),
             failed=bool(payload.get("failed", False)),
             reason=payload.get("reason"),
-            bias=payload.get("bias") or None,
+            bias_source=payload.get("bias_source") or None,
+            bias=None if bound is None else np.asarray(bound, dtype=float).reshape(k),
             survey=survey or None,
         )
 
@@ -169,7 +189,8 @@ def _(model: DPRegressionResults, alpha: float) -> list[Column]:
             proven=spent.proven,
             failed=model.failed,
             reason=model.reason,
-            bias=model.bias,
+            bias_source=model.bias_source,
+            bias=model.bias.to_numpy(),
             terms=tuple(model.term_names),
             estimate=model.params.to_numpy(),
             se=model.bse.to_numpy(),
@@ -190,7 +211,10 @@ def _(model: DPQuantileFits, alpha: float) -> list[Column]:
 
 @model_columns.register
 def _(model: ReleasedFit, alpha: float) -> list[Column]:
-    lower, upper = confidence_intervals(model.params, model.cov, model.replicates, alpha, model.interval)
+    bound = bias_rule.bounds_of(model.bias_source, model.bias, len(model.terms))
+    lower, upper = bias_rule.bias_aware_intervals(
+        model.params, model.cov, model.replicates, alpha, model.interval, bound
+    )
     privacy = model.privacy
     rho = privacy.get("rho")
     return [
@@ -206,13 +230,14 @@ def _(model: ReleasedFit, alpha: float) -> list[Column]:
             proven=privacy.get("proven", True) is not False,
             failed=model.failed,
             reason=model.reason,
-            bias=model.bias,
+            bias_source=model.bias_source,
+            bias=bound,
             terms=model.terms,
             estimate=model.params,
             se=np.sqrt(np.diag(model.cov)),
             lower=np.asarray(lower, dtype=float),
             upper=np.asarray(upper, dtype=float),
-            pvalue=pvalues(model.params, model.cov, model.replicates, model.interval),
+            pvalue=bias_rule.bias_aware_pvalues(model.params, model.cov, model.replicates, model.interval, bound),
             neighbours=None if privacy.get("unit", "row") == "row" else str(privacy.get("neighbours")),
             weights=_weights_name(model.survey or {}),
             psus=_psus(model.survey or {}),
@@ -375,14 +400,22 @@ def _notes(
             f"{', '.join(weighted)}: weighted by the survey weights; design-based standard errors (linearisation "
             "over the PSUs, as survey::svyglm; rows are their own PSUs where none are declared)."
         )
-    biased: dict[str, list[str]] = {}
     for label, column in zip(labels, columns, strict=True):
         if column.failed:
             notes.append(f"{label}: the mechanism failed ({column.reason}); its privacy budget was still spent.")
-        elif column.bias:
-            biased.setdefault(column.bias, []).append(label)
-    notes += [f"{', '.join(group)}: biased: the interval does not cover {bias}." for bias, group in biased.items()]
+        elif column.bias_source is not None:
+            notes.append(f"{label}: {bias_note(column)}")
     return notes
+
+
+def bias_note(column: Column) -> str:
+    """A column's bias in words: its status, how large its bound is against the standard errors and whether the
+    intervals carry it (dpstats/uncertainty/bias.py)."""
+    if np.isinf(column.bias).any():
+        return f"{column.status}: the interval does not cover {column.bias_source}."
+    ratio = column.bias_ratio
+    size = f"up to {ratio:.2g} standard errors" if np.isfinite(ratio) else "of unknown size next to the noise"
+    return f"{column.status}: the intervals carry a bias bound {size} ({column.bias_source})."
 
 
 def table(

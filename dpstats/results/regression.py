@@ -20,7 +20,8 @@ from ..mechanisms.base import Release
 from ..output.maketables import MakeTablesPlugin
 from ..output.render import Summary
 from ..privacy.accounting import PrivacySpent
-from ..uncertainty.intervals import check_alpha, confidence_intervals, law, pvalues, wald_test, z_statistics
+from ..uncertainty import bias as bias_rule
+from ..uncertainty.intervals import check_alpha, law, wald_test, z_statistics
 from .margins import DPMargins
 
 
@@ -81,7 +82,9 @@ class DPRegressionResults(MakeTablesPlugin):
     _replicates: np.ndarray | None = field(default=None, repr=False)
     interval: str = "basic"
     plan_note: str | None = None
-    bias: str | None = None
+    bias_source: str | None = None
+    """The bias the estimate keeps, in words (None: none); ``bias`` bounds it per coefficient."""
+    _bias_bound: np.ndarray | None = field(default=None, repr=False)
     at_fit: AtFit | None = field(default=None, repr=False)
     """A binary fit's released averages at its coefficients (marginal effects), None otherwise."""
 
@@ -127,15 +130,34 @@ class DPRegressionResults(MakeTablesPlugin):
             _replicates=release.replicates,
             interval=release.interval,
             plan_note=plan_note,
-            bias=None if release.failed else release.bias,
+            bias_source=None if release.failed else release.bias,
+            _bias_bound=release.bias_bound,
             at_fit=at_fit,
         )
 
     @property
+    def bias(self) -> pd.Series:
+        """A bound on the bias each estimate keeps (``bias_source`` names it), in the estimate's units: 0 where
+        the mechanism keeps none, infinite where nothing bounds it. Finite bounds are inside the intervals
+        (dpstats/uncertainty/bias.py)."""
+        bound = bias_rule.bounds_of(self.bias_source, self._bias_bound, len(self.term_names))
+        return pd.Series(bound, index=self.term_names, name="bias")
+
+    @property
     def status(self) -> str:
-        """ "failed" (the mechanism failed), "biased" (the estimate keeps a bias its interval does not cover:
-        ``bias`` names it) or "ok"."""
-        return "failed" if self.failed else "biased" if self.bias else "ok"
+        """ "failed" (the mechanism failed), "biased" (some estimate's bias bound exceeds its standard error, so
+        the bias can dominate its error; ``bias_source`` names it) or "ok" (dpstats/uncertainty/bias.py,
+        **Status**)."""
+        return bias_rule.status(self.failed, self.bias.to_numpy(), self.bse.to_numpy())
+
+    @property
+    def bias_ratio(self) -> float:
+        """The largest bias bound in standard errors over the coefficients (0 without a bias; infinite where a
+        bias is unbounded or a bounded one has no standard error)."""
+        bound, se = self.bias.to_numpy(), self.bse.to_numpy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(bound > 0, bound / np.where(np.isfinite(se) & (se > 0), se, 0.0), 0.0)
+        return float(np.max(ratio, initial=0.0))
 
     @property
     def survey(self) -> str | None:
@@ -178,7 +200,7 @@ class DPRegressionResults(MakeTablesPlugin):
     def pvalues(self) -> pd.Series:
         """Two-sided p-values from the fit's law (``inference``): p < alpha exactly when 0 is outside the
         ``1 - alpha`` interval of ``conf_int``; NaN where the standard error is not finite."""
-        p = pvalues(self._params, self._cov, self._replicates, self.interval)
+        p = bias_rule.bias_aware_pvalues(self._params, self._cov, self._replicates, self.interval, self.bias.to_numpy())
         return pd.Series(p, index=self.term_names, name="P>|z|" if self._replicates is None else "P boot")
 
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
@@ -187,10 +209,13 @@ class DPRegressionResults(MakeTablesPlugin):
         Bootstrap intervals (of the kind ``self.interval``: basic or
         percentile, widened to the estimate where they leave it out) where the
         release carries replicates, normal ones from ``cov_params()`` otherwise
-        (dpstats/uncertainty/intervals.py).
+        (dpstats/uncertainty/intervals.py), widened by a finite bias bound
+        (``bias``; dpstats/uncertainty/bias.py).
         """
         alpha = check_alpha(alpha)
-        lower, upper = confidence_intervals(self._params, self._cov, self._replicates, alpha, self.interval)
+        lower, upper = bias_rule.bias_aware_intervals(
+            self._params, self._cov, self._replicates, alpha, self.interval, self.bias.to_numpy()
+        )
         return pd.DataFrame({"lower": lower, "upper": upper}, index=self.term_names)
 
     @property
@@ -292,7 +317,8 @@ class DPRegressionResults(MakeTablesPlugin):
             ci = self.conf_int(1 - conf_level)
             frame["conf.low"] = ci["lower"].to_numpy()
             frame["conf.high"] = ci["upper"].to_numpy()
-        frame["status"] = self.status  # "biased": the intervals do not cover a bias the estimate keeps
+        frame["bias"] = self.bias.to_numpy()  # the bound, inside the interval where finite
+        frame["status"] = self.status
         return frame
 
     def glance(self) -> pd.DataFrame:
@@ -312,7 +338,8 @@ class DPRegressionResults(MakeTablesPlugin):
                     "neighbours": self.privacy.neighbours,
                     "failed": self.failed,
                     "status": self.status,
-                    "bias": self.bias,
+                    "bias": self.bias_ratio,
+                    "bias.source": self.bias_source,
                     "inference": self.inference,
                     "weights": self.hyperparameters.get("weights"),
                     "cluster": self.hyperparameters.get("cluster"),
@@ -356,7 +383,9 @@ class DPRegressionResults(MakeTablesPlugin):
             "interval": self.interval,
             "se_note": self.se_note,
             "plan_note": self.plan_note,
-            "bias": self.bias,
+            "bias": [float(v) for v in self.bias],
+            "bias_source": self.bias_source,
+            "status": self.status,
             "privacy": self.privacy.as_dict(),
             "noisy_stats": {k: np.asarray(v).tolist() for k, v in self._noisy_stats.items()},
             "hyperparameters": dict(self.hyperparameters),
@@ -435,6 +464,20 @@ def _law_note(res: DPRegressionResults) -> str:
     )
 
 
+def _status_text(res: DPRegressionResults) -> str:
+    """The status line of a fit that did not fail: "ok" or "biased", with the bias bound in standard errors and
+    where the intervals hold it (dpstats/uncertainty/bias.py, **Status**)."""
+    if res.bias_source is None:
+        return "ok"
+    ratio = res.bias_ratio
+    if not np.isfinite(ratio) and np.isinf(res.bias.to_numpy()).any():
+        return f"biased: the interval does not cover {res.bias_source}"
+    carried = "the intervals carry the bound" if np.isfinite(ratio) else "no interval carries it"
+    size = f"up to {ratio:.2g} standard errors" if np.isfinite(ratio) else "of unknown size next to the noise"
+    word = res.status
+    return f"{word}: bias {size} ({carried}; column bias <=): {res.bias_source}"
+
+
 def _missing_se_note(res: DPRegressionResults, terms: list[str]) -> str:
     """Why z and p are NaN for ``terms``: the release's standard-error part failed (infinite) or there is none."""
     failed = any(np.isinf(se) for se in res.bse[terms])
@@ -448,9 +491,7 @@ def _missing_se_note(res: DPRegressionResults, terms: list[str]) -> str:
 
 def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
     """Assemble the summary of ``res`` (post-processing only)."""
-    status = "FAILED: " + (res.reason or "") if res.failed else "ok"
-    if res.bias:
-        status = f"biased: the interval does not cover {res.bias}"
+    status = "FAILED: " + (res.reason or "") if res.failed else _status_text(res)
     if res.plan_note:
         status += f" (fitted although the plan advised against it: {res.plan_note})"
     method = res.method_title + (f" [auto: {res.method_reason}]" if res.method_reason else "")
@@ -498,6 +539,8 @@ def build_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
         },
         index=res.term_names,
     )
+    if res.bias_source is not None and not res.failed:
+        coefficients["bias <="] = res.bias.to_numpy()
     stats = tuple((name, _stat_text(value)) for name, value in res.noisy_stats.items())
     notes = [res.se_note, _law_note(res)]
     missing = [t for t, se in zip(res.term_names, res.bse, strict=True) if not np.isfinite(se)]

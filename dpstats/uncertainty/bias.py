@@ -14,7 +14,7 @@ probability at least ``1 - alpha`` for every bias in the bound, where
 large ``t`` it is about ``t + z_{1 - alpha}``, so the interval widens by the
 bound and little more. A bootstrap interval is widened on each side by
 ``(cv_alpha(t) - z_{1 - alpha/2}) se_j`` (:func:`widened`), the p-values are
-those of the widened intervals (:func:`bias_aware_pvalues`).
+those of the widened intervals (:func:`widened_pvalues`).
 
 **The class.** A bias that depends on the true coefficients is bounded over
 a class of them, as Armstrong & Kolesár bound a regression function's
@@ -43,6 +43,8 @@ from statistics import NormalDist
 
 import numpy as np
 from scipy import optimize, stats
+
+from .intervals import confidence_intervals, pvalues
 
 EFFECT_BOUND = 4.0
 """The class of true coefficients bias bounds hold over: unit-scale slopes at most this (module docstring)."""
@@ -84,14 +86,14 @@ def widened(
     return np.asarray(lower, dtype=float) - extra, np.asarray(upper, dtype=float) + extra
 
 
-def bias_aware_pvalues(pvalues: np.ndarray, se: np.ndarray, bound: np.ndarray) -> np.ndarray:
+def widened_pvalues(p: np.ndarray, se: np.ndarray, bound: np.ndarray) -> np.ndarray:
     """Two-sided p-values that invert the widened intervals: a p-value ``p`` is read as ``|z| = z_{1 - p/2}``
     and becomes ``P(|N(t, 1)| > |z|)`` with ``t = B / se``, the largest the bias allows (module docstring)."""
-    pvalues, bound, se = (np.asarray(a, dtype=float) for a in (pvalues, bound, se))
-    usable = np.isfinite(bound) & (bound > 0) & np.isfinite(se) & (se > 0) & np.isfinite(pvalues)
-    out = pvalues.copy()
+    p, bound, se = (np.asarray(a, dtype=float) for a in (p, bound, se))
+    usable = np.isfinite(bound) & (bound > 0) & np.isfinite(se) & (se > 0) & np.isfinite(p)
+    out = p.copy()
     if usable.any():
-        z = stats.norm.isf(pvalues[usable] / 2.0)
+        z = stats.norm.isf(p[usable] / 2.0)
         t = bound[usable] / se[usable]
         out[usable] = np.minimum(stats.norm.sf(z - t) + stats.norm.sf(z + t), 1.0)
     return out
@@ -104,3 +106,43 @@ def dominates(bound: np.ndarray, se: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         measured = np.isfinite(se) & (se > 0)
         return np.where(measured, bound > DOMINATES * np.where(measured, se, 1.0), bound > 0)
+
+
+def bounds_of(source: str | None, bound: np.ndarray | None, size: int) -> np.ndarray:
+    """The per-coefficient bound a release carries: 0 where it names no bias, infinite where it names one that
+    nothing bounds."""
+    if source is None:
+        return np.zeros(size)
+    if bound is None:
+        return np.full(size, np.inf)
+    return np.asarray(bound, dtype=float).reshape(size)
+
+
+def status(failed: bool, bound: np.ndarray, se: np.ndarray) -> str:
+    """ "failed", "biased" (some coefficient's bias can dominate its standard error) or "ok" (module docstring,
+    **Status**)."""
+    if failed:
+        return "failed"
+    return "biased" if bool(np.any(dominates(bound, se))) else "ok"
+
+
+def bias_aware_intervals(
+    params: np.ndarray, cov: np.ndarray, replicates: np.ndarray | None, alpha: float, kind: str, bound: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fit's intervals at level ``1 - alpha`` (dpstats/uncertainty/intervals.py) widened by the bias bound
+    (:func:`widened`)."""
+    lower, upper = confidence_intervals(params, cov, replicates, alpha, kind)
+    return widened(lower, upper, standard_errors(cov), bound, alpha)
+
+
+def bias_aware_pvalues(
+    params: np.ndarray, cov: np.ndarray, replicates: np.ndarray | None, kind: str, bound: np.ndarray
+) -> np.ndarray:
+    """The fit's p-values (dpstats/uncertainty/intervals.py) made to invert the widened intervals."""
+    return widened_pvalues(pvalues(params, cov, replicates, kind), standard_errors(cov), bound)
+
+
+def standard_errors(cov: np.ndarray) -> np.ndarray:
+    """The square roots of the covariance's diagonal (NaN where negative)."""
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(np.diag(np.asarray(cov, dtype=float)))
