@@ -93,15 +93,10 @@ def test_calls_that_cannot_keep_the_promise_are_refused_before_reading_the_data(
     assert "one fit" in _refused(by="g", groups=["a"])
 
 
-def test_a_missing_unit_column_and_a_dask_frame_are_refused() -> None:
+def test_a_missing_unit_column_is_refused() -> None:
+    """(On a Dask DataFrame too, with the rest of the Dask path: tests/test_units_dask.py.)"""
     with pytest.raises(ValueError, match="not a column"):
         dpstats.dp_ols("y ~ x", _panel(), eps=1.0, bounds=BOUNDS, unit="person", max_rows=5)
-    dd = pytest.importorskip("dask.dataframe")
-    with pytest.raises(ValueError, match="pandas DataFrame"):
-        dpstats.dp_ols(
-            "y ~ x", dd.from_pandas(_panel(), npartitions=2), eps=1.0, bounds=BOUNDS, method="noisystats",
-            unit="id", max_rows=5,
-        )  # fmt: skip
 
 
 # --------------------------------------------------------------------------

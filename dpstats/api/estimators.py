@@ -151,7 +151,8 @@ def dp_ols(
         unit; every other mechanism runs at the row level with eps / max_rows
         (group privacy, dpstats/mechanisms/units.py) and reports no standard
         errors, and ``method="auto"`` chooses among the first two. The summary's
-        "Neighbours" line names the unit and k. One fit on a pandas DataFrame.
+        "Neighbours" line names the unit and k. One fit, on a pandas DataFrame or on a Dask DataFrame, whose
+        rows are then shuffled by unit on the workers (dpstats/distributed/dask_units.py).
     weights : the survey-weight column, its range declared in ``bounds`` (``bounds={"wt": (0, 5000)}``; a
         weight outside it is clipped, a missing or non-numeric one is the range's midpoint:
         dpstats/frontend/weights.py). The fit is weighted least squares (statsmodels' WLS, survey::svyglm's
@@ -517,7 +518,7 @@ def _fit(
     rng = make_rng(random_state)
     dask = is_dask(data)
     binary = estimator in LINKS
-    allowed = frozenset(supported(estimator)) if dask else unit_methods(plan.unit)
+    allowed = unit_methods(plan.unit, frozenset(supported(estimator)) if dask else None, spec is None, estimator)
     if plan.survey is not None:  # auto chooses among the mechanisms that take weights
         weighted = weighted_methods(estimator)
         allowed = weighted if allowed is None else frozenset(allowed) & weighted
@@ -527,12 +528,13 @@ def _fit(
         rows = _planning_rows(len(data), plan, bounds)
         note = _plan_note(estimator, formula, rows, list(data.columns), plan, bounds, levels, units, allowed)
     if dask:  # the rows stay on the workers: dpstats/distributed/dask_design.py
-        if plan.integers is not None or plan.unit is not None or plan.survey is not None:
-            raise ValueError(
-                "integers=, unit= and weights= are for one fit on a pandas DataFrame, not a Dask DataFrame"
-            )
-        design, formula_spec = dask_design(formula, data, bounds, levels, spec, estimator, plan.need_bounds, missing)
-        note = _plan_note(estimator, formula, design.n, list(data.columns), plan, bounds, levels, None, allowed)
+        if plan.integers is not None or plan.survey is not None:
+            raise ValueError("integers= and weights= are for one fit on a pandas DataFrame, not a Dask DataFrame")
+        design, formula_spec = dask_design(
+            formula, data, bounds, levels, spec, estimator, plan.need_bounds, missing, plan.unit, rng
+        )  # with unit=, the rows each unit keeps: dpstats/distributed/dask_units.py
+        columns = list(data.columns)
+        note = _plan_note(estimator, formula, design.n, columns, plan, bounds, levels, design.units, allowed)
     else:
         design, formula_spec = build_design(
             formula, data, bounds, levels, need_bounds=plan.need_bounds or binary, missing=missing,

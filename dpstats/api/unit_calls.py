@@ -56,9 +56,24 @@ def check_unit_plan(
         row_request(privacy, max_rows)  # a delta that group privacy would spread below a float is refused here
 
 
-def unit_methods(unit: tuple[str, int] | None) -> frozenset[str] | None:
-    """The methods auto may choose for a call's unit (None: all; with units of several rows, the unit-native)."""
-    return None if unit is None or unit[1] == 1 else unit_native_methods()
+def unit_methods(
+    unit: tuple[str, int] | None, among: frozenset[str] | None = None, auto: bool = False, estimator: str = ""
+) -> frozenset[str] | None:
+    """The methods auto may choose for a call's unit among ``among`` (None: all; on a Dask DataFrame, those that
+    run there): with units of several rows, the unit-native ones. For an ``auto`` call left with none (a Dask
+    DataFrame's quantile regression: Tukey's quantile fits need every row in one place), a refusal before any
+    data are read."""
+    if unit is None or unit[1] == 1:
+        return among
+    native = unit_native_methods() if among is None else among & unit_native_methods()
+    if auto and not native:
+        runs = ", ".join(repr(name) for name in sorted(among or ()))
+        raise ValueError(
+            f"with unit= and max_rows > 1, method='auto' chooses among the mechanisms that prove the unit level, "
+            f"and none of them fits {estimator} on a Dask DataFrame: pass an explicit method= ({runs}: a point "
+            "estimate at eps / max_rows without standard errors), or .compute() the data into a pandas DataFrame"
+        )
+    return native
 
 
 def unit_release(

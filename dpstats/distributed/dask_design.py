@@ -24,6 +24,14 @@ mechanism may read the rows several times (NoisyStats' standard errors need
 the residual meat at the released estimate: a second pass over the data),
 each time for a sum at public, already released values.
 
+With ``unit=`` and ``max_rows=`` (the privacy unit, docs/DESIGN.md section 2) the
+rows are first shuffled on the workers so that each unit's rows share a
+partition, and bounded there to ``max_rows`` per unit by priorities drawn
+from the call's generator (dpstats/distributed/dask_units.py, which holds the
+argument); n is then the kept rows (counted first, public), and each
+partition's design carries its rows' units, which NoisyStats' meat summed by
+unit and Tukey's deal of whole units read.
+
 Tukey depth (least squares; Amin et al. 2023) runs here by name: its batches
 are dealt row by row, by the partition's index and the row's position in it,
 and each partition sums its rows' normal equations batch by batch
@@ -53,12 +61,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..design.matrix import Design, Statistic
+from ..design.units import Units
 from ..frontend.formula import FormulaSpec, build_design
 from ..groups.fit import PROGRESS_SECONDS
 from ..mechanisms import REGISTRY, MechanismSpec
+from ..privacy import noise
+from . import dask_units
 
 
 def is_dask(data: object) -> bool:
@@ -101,24 +113,45 @@ def dask_design(
     estimator: str,
     need_bounds: bool,
     missing: str,
+    unit: tuple[str, int] | None = None,
+    rng: np.random.Generator | None = None,
 ) -> tuple[Design, FormulaSpec]:
     """The design of ``formula`` on a Dask DataFrame: public metadata here, the rows on the workers.
 
     The formula is checked and the design's columns, bounds and blocks built
     on the DataFrame's empty ``_meta`` (its column names and dtypes); n is
     the number of rows (public); ``chunks`` sums a statistic over the partitions.
+    With ``unit`` (the privacy unit's column and max_rows) the rows are those its
+    units keep, bounded with a key drawn from ``rng`` (dpstats/distributed/dask_units.py),
+    n the kept rows and the design's ``units`` their number.
     """
     if spec is not None:  # auto chooses among the mechanisms that run here (dpstats/api/estimators.py)
         check_method(spec, estimator, grouped=False)
     if not isinstance(getattr(data, "_meta", None), pd.DataFrame):
         raise TypeError("data: a dask DataFrame is needed (not a dask Series or Array)")
+    if unit is not None:
+        dask_units.check_columns(data, unit[0])
     build = functools.partial(_partition_design, formula, bounds, levels, need_bounds, missing)
     public, formula_spec = build(data._meta)
-    n = len(data)
+    if unit is None:
+        n, units = len(data), None
+    else:
+        data, n, units = _bounded(data, unit, rng)
+        build = functools.partial(dask_units.with_units, build, *unit)
     if n < 2:
         raise ValueError("data must have at least 2 rows")
-    design = replace(public, y=None, X=None, rows=n, chunks=functools.partial(_total, data, build))
+    design = replace(public, y=None, X=None, rows=n, units=units, chunks=functools.partial(_total, data, build))
     return design, formula_spec
+
+
+def _bounded(data: Any, unit: tuple[str, int], rng: np.random.Generator) -> tuple[Any, int, Units]:
+    """The frame of the rows the units keep (lazy), its number of rows and its units, counted on the workers."""
+    import dask
+
+    name, max_rows = unit
+    frame = dask_units.bounded(data, name, max_rows, noise.stream_key(rng))
+    rows, count = tree_sum([dask.delayed(dask_units.counts)(part) for part in frame.to_delayed()])
+    return frame, int(rows), dask_units.client_units(name, int(count), max_rows)
 
 
 def _partition_design(

@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -62,8 +63,16 @@ REPLICATES = 1000
 
 UnitStatistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """Sums of the rows ``(U, v)`` on the unit scale: what the standard errors read from the data."""
-UnitRows = Callable[[UnitStatistic], np.ndarray]
-"""A statistic of the unit-scale rows summed over all of them (``Design.total``, dpstats/design/moments.py)."""
+ClusteredStatistic = Callable[[np.ndarray, np.ndarray, Units], np.ndarray]
+"""Sums by unit of the rows ``(U, v)``, given the units of those rows (on a Dask DataFrame, a partition's)."""
+
+
+class UnitRows(Protocol):
+    """A statistic of the unit-scale rows summed over all of them (``Design.total``, dpstats/design/moments.py);
+    ``by_unit``: a :data:`ClusteredStatistic`, given the units of the rows it sums."""
+
+    def __call__(self, statistic: UnitStatistic | ClusteredStatistic, by_unit: bool = False) -> np.ndarray: ...
+
 
 SUM_SHARE = 0.1
 """With an intercept, the part of the standard errors' budget spent on the column sums."""
@@ -106,8 +115,9 @@ def release_centered_sandwich(
     ``W'W``), which are not released again. The meat's sensitivity uses the
     rows' one-hot ``blocks`` too (dpstats/uncertainty/sandwich.py, ``row_norms``); its
     statistic is summed by ``rows`` (a second pass over the data). With ``units`` (the
-    privacy unit holds up to k of the rows, in ``rows``' order) the sums' sensitivity is k p
-    and the meat is summed by unit, with its unit-level widths (dpstats/uncertainty/cluster_meat.py).
+    privacy unit holds up to k of the rows: its name, number and k) the sums' sensitivity is k p
+    and the meat is summed by unit, with its unit-level widths (dpstats/uncertainty/cluster_meat.py), by the
+    units ``rows`` gives each of its chunks of rows (on a Dask DataFrame, each partition's).
     """
     p = u_sum.size
     reach = 1 if units is None else units.max_rows
@@ -123,7 +133,7 @@ def release_centered_sandwich(
         full = rows(functools.partial(centred_meat, centre, coef_centred, bound))
         released = sandwich.release_meat_sums(rng, full, box, bound, eps - eps_sum, 0, norms)
     else:  # a unit's score is bounded as one row's with residual bound k R (dpstats/uncertainty/cluster_meat.py)
-        full = rows(functools.partial(clustered_centred_meat, units, centre, coef_centred, bound))
+        full = rows(functools.partial(clustered_centred_meat, centre, coef_centred, bound), by_unit=True)
         widths = cluster_meat.unit_widths(box, bound, units.max_rows)
         reach = units.max_rows * bound
         released = sandwich.release_meat_sums(rng, full, box, reach, eps - eps_sum, 0, norms, widths=widths)
@@ -139,9 +149,10 @@ def centred_meat(
 
 
 def clustered_centred_meat(
-    units: Units, centre: np.ndarray, coef_centred: np.ndarray, bound: float, U: np.ndarray, v: np.ndarray
+    centre: np.ndarray, coef_centred: np.ndarray, bound: float, U: np.ndarray, v: np.ndarray, units: Units
 ) -> np.ndarray:
-    """As :func:`centred_meat`, summed by unit (``units.codes`` in the rows' order) before the outer products."""
+    """As :func:`centred_meat`, summed by unit (``units.codes``: the units of these rows, in their order) before
+    the outer products."""
     W = np.column_stack([np.ones(U.shape[0]), U - centre])
     residuals = sandwich.clipped_residuals(v, W @ coef_centred, bound)
     return cluster_meat.cluster_meat(W, residuals, units.codes, units.count)

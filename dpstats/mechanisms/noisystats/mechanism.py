@@ -54,7 +54,11 @@ one: every sensitivity is multiplied by k (:func:`reach`), and with it the noise
 scales the bootstrap and the repair read. The standard errors' column sums likewise
 (k p), and their meat is summed by unit, with the unit-level widths of
 dpstats/uncertainty/cluster_meat.py, for CR1 standard errors clustered by unit. Such
-a fit needs the rows of a unit together, in memory (a pandas DataFrame).
+a fit needs the rows of a unit together: in memory (a pandas DataFrame), or on one
+partition of a Dask DataFrame (dpstats/distributed/dask_units.py), whose design carries
+its rows' units: the meat's statistic reads the units of the rows it is given
+(:func:`on_unit_scale`), so that its sums by unit, added over the partitions, are the
+whole meat.
 
 Survey weights (``design.weights``, with an intercept): weighted least squares from the
 noisy weighted sums, with design-based standard errors (:mod:`.weighted`).
@@ -117,8 +121,6 @@ def se_share(n: int, columns: int, privacy: PrivacyRequest, options: Mapping[str
 def fit(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, singular: str = "fail") -> Release:
     """Run NoisyStats on ``design`` (see the module docstring; ``singular``: :mod:`.repair`)."""
     repairs = repair.check_singular(singular) == "repair"
-    if design.units is not None and design.chunks is not None:
-        raise ValueError("unit= runs on a pandas DataFrame: a unit's rows must be summed together")
     found = () if design.chunks is not None else precondition.pairs(design)
     if found:  # a variable and its square: released nearly orthogonal, mapped back exactly
         release = _fit(precondition.preconditioned(design, found), privacy, rng, repairs)
@@ -151,9 +153,16 @@ def unit_moments(scale: CenteredUnitScale, design: Design) -> Moments:
     return Moments.of(np.column_stack([U, v]))
 
 
-def on_unit_scale(scale: CenteredUnitScale, statistic: inference.UnitStatistic, design: Design) -> np.ndarray:
-    """``statistic(U, v)`` of the design's rows on the unit scale (a statistic for ``design.total``)."""
-    return statistic(*scale.transform(design))
+def on_unit_scale(
+    scale: CenteredUnitScale,
+    statistic: inference.UnitStatistic | inference.ClusteredStatistic,
+    by_unit: bool,
+    design: Design,
+) -> np.ndarray:
+    """``statistic(U, v)`` of the design's rows on the unit scale (a statistic for ``design.total``); with
+    ``by_unit``, ``statistic(U, v, units)``, the units of these rows (on a Dask DataFrame, a partition's)."""
+    U, v = scale.transform(design)
+    return statistic(U, v, design.units) if by_unit else statistic(U, v)
 
 
 def units_of(design: Design) -> Units | None:
@@ -284,9 +293,14 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     return noisystats_release(params, cov, replicates, spent, note, noisy_stats, bias)
 
 
-def _unit_total(design: Design, scale: CenteredUnitScale, statistic: inference.UnitStatistic) -> np.ndarray:
-    """``statistic(U, v)`` summed over the design's rows on the unit scale."""
-    return design.total(functools.partial(on_unit_scale, scale, statistic))
+def _unit_total(
+    design: Design,
+    scale: CenteredUnitScale,
+    statistic: inference.UnitStatistic | inference.ClusteredStatistic,
+    by_unit: bool = False,
+) -> np.ndarray:
+    """``statistic`` summed over the design's rows on the unit scale (:func:`on_unit_scale`)."""
+    return design.total(functools.partial(on_unit_scale, scale, statistic, by_unit))
 
 
 def origin_sums(x_scale: np.ndarray, y_scale: float, design: Design) -> np.ndarray:

@@ -32,6 +32,21 @@ replaced row sits elsewhere, or whose partitions differ, gets the same law
 as the neighbour that replaces the row in place. tests/test_tukey_dask.py
 replaces rows by brute force and finds exactly one batch's sums changed.
 
+Whole units (``unit=``, ``max_rows=``: dpstats/distributed/dask_units.py). There every
+unit's kept rows share a partition, whose design carries their units, coded
+in the order of each unit's first row by priority (drawn, like the key, from
+the call's generator, never from a value). The deal is then of units: the
+unit of code i in chunk ``chunk`` goes to the batch the stream gives position
+i, and all its rows with it. The codes read the priorities and the unit
+column (the same on unit-level neighbours: the panel's shape is public),
+never a value, so fix the keys and every unit's batch is fixed: replacing
+every row of one unit changes the sums of its batch only, one model, and the
+proof holds with "row" read as "unit", as for the pandas path's permutation
+of units (dpstats/mechanisms/tukey/models.py, ``unit_partition_models``).
+Each unit's batch is uniform and independent of the others' (the deal's
+stream is independent of the priorities), so the batches hold a multinomial
+number of units, ``count/m`` on average.
+
 What differs from the pandas path: the batches' sizes are random (multinomial,
 ``n/m`` on average) where the permutation gives ``floor(n/m)`` or
 ``ceil(n/m)``; and the batch fits are not jackknifed
@@ -66,8 +81,9 @@ class BatchSums:
 
 @dataclass(frozen=True)
 class DealtEquations:
-    """The statistic of the dealt batches: :meth:`chunk` sums the normal equations of one chunk's rows by batch;
-    called on a design of all the rows, the rows are chunk 0."""
+    """The statistic of the dealt batches: :meth:`chunk` sums the normal equations of one chunk's rows by batch
+    (of its units' rows, unit by unit, where the chunk's design has units: module docstring); called on a design
+    of all the rows, the rows are chunk 0."""
 
     key: int
     m: int
@@ -76,8 +92,14 @@ class DealtEquations:
         return self.chunk(design, 0)
 
     def chunk(self, design: Design, index: int) -> BatchSums:
-        """The sums of the ``index``-th chunk's rows (``design``), each in the batch :func:`deal` gives it."""
-        return batch_sums(design.X, design.y, deal(self.key, index, design.n, self.m), self.m)
+        """The sums of the ``index``-th chunk's rows (``design``), each in the batch :func:`deal` gives it, or
+        gives its unit."""
+        units = design.units
+        if units is None:
+            batch = deal(self.key, index, design.n, self.m)
+        else:
+            batch = deal(self.key, index, units.count, self.m)[units.codes]
+        return batch_sums(design.X, design.y, batch, self.m)
 
 
 def deal(key: int, chunk: int, rows: int, m: int) -> np.ndarray:

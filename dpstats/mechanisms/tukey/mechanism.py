@@ -161,6 +161,7 @@ UNAFFORDABLE_NOTE = (
     "pass se_share > 0 to spend part of eps on them anyway."
 )
 DEALT = "each row dealt to a uniform batch by its position (Dask): sizes vary around n/m"
+DEALT_UNITS = "each {unit} dealt whole to a uniform batch (Dask): sizes vary around {count}/m {unit}s"
 DEALT_JACKKNIFE = (
     "jackknife=True needs every row in one place (each row's leverage and residual); on a Dask DataFrame the batch "
     "fits are the paper's OLS: leave jackknife unset or pass jackknife=False"
@@ -281,7 +282,7 @@ def fit(
     point, stats, info = release_from_models(models, point_privacy, rng)
     info = {"m": m, "m rule": rule, "rows per model": n // m, "jackknife": jackknife, **info}
     if dealt:
-        info = {**info, "batches": DEALT}
+        info = {**info, "batches": DEALT if units is None else DEALT_UNITS.format(unit=units.name, count=units.count)}
     if units is not None:
         info = {**info, f"{units.name}s per model": units.count // m}
     spent = privacy_spent(privacy, share, d)
