@@ -6,6 +6,10 @@
 - The README's R blocks and the R quick start run in one plain ``Rscript`` that has
   no environment set up beyond ``lib.loc``, and the quick start's eps = 1e9 fits are
   compared with R's own ``lm`` obtained through rpy2.
+- Bias bounds (issue 45): on a histogram fit and a NoisyStats fit whose repair binds (one ``Rscript``), R's
+  ``confint``, summary and tidy p-values, ``tidy``'s bias column, ``glance``'s status, bias and bias.source and
+  the summary's status line are the Python fit's, to 1e-8; R's critical values are Python's; and
+  ``dpstats_table`` sends the bounds (``Inf`` included) so that its intervals and notes are ``dpstats.table``'s.
 - Through rpy2: ``r_to_pandas`` / ``pandas_to_r`` keep NA in every column type,
   results become R lists, and dp_ols on R's mtcars equals R's ``lm``.
 
@@ -214,6 +218,150 @@ def test_readme_r_blocks_run(readme_and_quick_start: subprocess.CompletedProcess
     assert README_DONE in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
     readme_out = done.stdout.partition(README_DONE)[0]
     assert "DP OLS Regression Results" in readme_out, readme_out[-3000:]
+
+
+# --------------------------------------------------------------------------
+# Bias bounds (issue 45): R's intervals, p-values, frames and statuses are Python's
+# --------------------------------------------------------------------------
+
+R_BIAS = """
+library(dpstats, lib.loc = "r_bridge/lib")
+data(engel, package = "quantreg")
+squares <- read.csv(Sys.getenv("SQUARES_CSV"))
+fits <- list(
+  histogram = dp_ols(foodexp ~ income, data = engel, eps = 1, bounds = list(income = c(0, 5000), foodexp = c(0, 2500)),
+                     method = "histogram", random_state = 1),
+  repair = dp_ols(y ~ x + I(x^2), data = squares, eps = 1, bounds = list(x = c(0, 1), y = c(-1, 3)),
+                  method = "noisystats", singular = "repair", random_state = 1)
+)
+for (name in names(fits)) {  # the same releases with finite bounds (0.5, 3 and 0 standard errors)
+  f <- fits[[name]]
+  f$bias[] <- c(0.5, 3, 0)[seq_along(f$bias)] * sqrt(diag(vcov(f)))
+  fits[[paste0(name, "_finite")]] <- f
+}
+enc <- function(x) lapply(unname(as.vector(x)), function(v) if (is.finite(v)) v else as.character(v))
+one <- function(f) {
+  s <- summary(f)
+  td <- broom::tidy(f, conf.int = TRUE, conf.level = 0.9)
+  gl <- broom::glance(f)
+  list(terms = names(coef(f)), bias = enc(f$bias), source = f$bias_source, status = f$status,
+       ci95 = enc(confint(f)), ci90 = enc(confint(f, level = 0.9)), p = enc(s$coefficients[, 4L]),
+       tidy_ci90 = enc(c(td$conf.low, td$conf.high)), tidy_p = enc(td$p.value), tidy_bias = enc(td$bias),
+       tidy_status = unique(td$status), glance_status = gl$status, glance_bias = enc(gl$bias),
+       glance_source = gl$bias.source,
+       status_line = sub("^Status: *", "", grep("^Status:", capture.output(print(s)), value = TRUE)))
+}
+t <- c(0, 1e-6, 0.1, 0.5, 1, 2, 3, 10, 37.5, 1000)
+out <- list(fits = lapply(fits, one), t = t,
+            cv = lapply(c(a05 = 0.05, a10 = 0.1, a01 = 0.01), function(a) dpstats:::.bias_cv(t, a)),
+            table = unclass(dpstats_table(unname(fits), format = "text", below = "ci")))
+cat("RESULT", jsonlite::toJSON(out, digits = NA, auto_unbox = TRUE), "\\n")
+"""
+
+
+def _squares() -> pd.DataFrame:
+    """x and x**2 at n = 300 (tests/test_noisystats_repair.py), where NoisyStats' repair binds at eps = 1; four
+    decimals, which R and Python read into the same doubles."""
+    rng = np.random.default_rng(0)
+    x = np.round(rng.uniform(0, 1, 300), 4)
+    return pd.DataFrame({"x": x, "y": np.round(np.clip(x + x**2 + rng.normal(0, 0.2, x.size), -1, 3), 4)})
+
+
+def _numbers(values: list) -> np.ndarray:
+    """R's numbers as the R script encodes them (non-finite ones as text)."""
+    text = {"Inf": math.inf, "-Inf": -math.inf, "NaN": math.nan, "NA": math.nan}
+    return np.array([text[v] if isinstance(v, str) else float(v) for v in values], dtype=float)
+
+
+@pytest.fixture(scope="module")
+def bias_fits(r_package: Path, engel: pd.DataFrame, tmp_path_factory) -> tuple[dict, dict]:
+    """The R script's answers and the same fits from Python: a histogram fit (binning bias) and a NoisyStats fit
+    whose repair binds, seeded, each also with finite bounds of 0.5, 3 and 0 standard errors put in by hand."""
+    import dataclasses
+
+    csv = tmp_path_factory.mktemp("bias") / "squares.csv"
+    _squares().to_csv(csv, index=False)
+    done = _rscript(R_BIAS, {**BASE_ENV, "SQUARES_CSV": str(csv)})
+    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert done.returncode == 0 and line, done.stdout[-3000:] + done.stderr[-3000:]
+    fits = {
+        "histogram": dpstats.dp_ols(
+            "foodexp ~ income",
+            engel,
+            eps=1,
+            bounds={"income": (0, 5000), "foodexp": (0, 2500)},
+            method="histogram",
+            random_state=1,
+        ),
+        "repair": dpstats.dp_ols(
+            "y ~ x + I(x**2)",
+            pd.read_csv(csv),
+            eps=1,
+            bounds={"x": (0, 1), "y": (-1, 3)},
+            method="noisystats",
+            singular="repair",
+            random_state=1,
+        ),
+    }
+    for name in list(fits):
+        res = fits[name]
+        assert res.bias_source is not None  # both keep a bias
+        finite = np.array([0.5, 3, 0])[: len(res.term_names)] * res.bse.to_numpy()
+        fits[f"{name}_finite"] = dataclasses.replace(res, _bias_bound=finite)
+    return json.loads(line[len("RESULT ") :]), fits
+
+
+def test_bias_bounds_intervals_and_status_from_r_are_pythons(bias_fits: tuple[dict, dict]) -> None:
+    """confint (two levels), the summary's and tidy's p-values, tidy's bias and interval columns, glance's status,
+    bias and bias.source, and the summary's status line: Python's, to 1e-8."""
+    from dpstats.results.regression import _status_text
+
+    from_r, fits = bias_fits
+    assert set(from_r["fits"]) == set(fits)
+    for name, res in fits.items():
+        r = from_r["fits"][name]
+        assert len(r["terms"]) == len(res.term_names), name
+        for key in ("bias", "tidy_bias"):  # inf where unbounded; the bounds put in by hand are R's and numpy's
+            np.testing.assert_allclose(_numbers(r[key]), res.bias.to_numpy(), rtol=1e-12, atol=0, err_msg=name)
+        assert r["source"] == res.bias_source, name
+        for level, key in ((0.95, "ci95"), (0.9, "ci90"), (0.9, "tidy_ci90")):
+            ci = res.conf_int(1 - level)
+            expected = np.concatenate([ci["lower"].to_numpy(), ci["upper"].to_numpy()])
+            np.testing.assert_allclose(_numbers(r[key]), expected, rtol=1e-8, atol=0, err_msg=f"{name} {key}")
+        for key in ("p", "tidy_p"):
+            np.testing.assert_allclose(_numbers(r[key]), res.pvalues.to_numpy(), rtol=0, atol=1e-8, err_msg=name)
+        (ratio,) = _numbers(r["glance_bias"])
+        assert ratio == res.bias_ratio or abs(ratio - res.bias_ratio) <= 1e-8 * res.bias_ratio, name
+        assert r["glance_source"] == res.bias_source, name
+        # the summary's status line, which points at R's block of bounds where Python's points at its column
+        assert r["status_line"] == _status_text(res).replace("column bias <=", "bias bounds below"), name
+        if name.endswith("_finite"):  # bounds put in by hand: the status stays the release's, as Python's would
+            assert ratio == pytest.approx(3.0) and res.status == "biased", name
+        else:
+            assert r["status"] == r["glance_status"] == r["tidy_status"] == res.status, name
+
+
+def test_bias_critical_value_in_r_is_pythons(bias_fits: tuple[dict, dict]) -> None:
+    """R's .bias_cv (uniroot) against dpstats.uncertainty.bias.critical_value (brentq), to 1e-8."""
+    from dpstats.uncertainty.bias import critical_value
+
+    from_r, _ = bias_fits
+    t = np.asarray(from_r["t"], dtype=float)
+    for key, alpha in (("a05", 0.05), ("a10", 0.1), ("a01", 0.01)):
+        np.testing.assert_allclose(_numbers(from_r["cv"][key]), critical_value(t, alpha), rtol=0, atol=1e-8)
+
+
+def test_bias_bounds_reach_the_python_table_from_r(bias_fits: tuple[dict, dict]) -> None:
+    """dpstats_table sends the bounds (Inf as inf) and the source: its intervals and notes are dpstats.table's."""
+    from_r, fits = bias_fits
+    text = dpstats.table(list(fits.values()), below="ci").as_text()
+    brackets = re.compile(r"\[[^\]]*\]")
+    assert brackets.findall(from_r["table"]) == brackets.findall(text)
+    # the notes, after the table's last rule, up to their wrapping (the table's width follows the term names)
+    notes = " ".join(text[text.rindex("=\n") :].split())
+    assert notes == " ".join(from_r["table"][from_r["table"].rindex("=\n") :].split())
+    assert all(f"({i}): " in notes for i in range(1, len(fits) + 1))
+    assert "does not cover" in notes and "carry a bias bound up to 3" in notes
 
 
 # --------------------------------------------------------------------------

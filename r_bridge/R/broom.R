@@ -3,9 +3,14 @@
 # broom::tidy(fit) works whenever broom is installed, and nothing is loaded
 # otherwise.
 
-# "failed", "biased" (the estimate keeps a bias its interval does not cover: fit$bias) or "ok".
+# "failed", "biased" or "ok": the Python package's status (dpstats/uncertainty/bias.py, **Status**: "biased"
+# where some coefficient's bias bound exceeds its standard error), stored with the fit. A fit saved before
+# the Python side decided it is "biased" where it names a bias, as it was then.
 .status <- function(x) {
-  if (isTRUE(x$failed)) "failed" else if (!is.null(x$bias) && !is.na(x$bias)) "biased" else "ok"
+  if (isTRUE(x$failed)) return("failed")
+  s <- x$status
+  if (!is.null(s) && length(s) == 1L && !is.na(s)) return(as.character(s))
+  if (!is.na(.bias_source_of(x))) "biased" else "ok"
 }
 
 .frame <- function(df) {
@@ -31,6 +36,7 @@ tidy.dpstats_fit <- function(x, conf.int = FALSE, conf.level = 0.95, ...) {
     out$conf.low <- unname(s$conf.int[, 1L])
     out$conf.high <- unname(s$conf.int[, 2L])
   }
+  out$bias <- unname(.bias_of(x))  # the bound, inside the interval where finite
   out$status <- rep(.status(x), nrow(out))
   .frame(out)
 }
@@ -51,7 +57,8 @@ glance.dpstats_fit <- function(x, ...) {
     neighbours = if (is.null(p$neighbours)) NA_character_ else p$neighbours,
     failed = x$failed,
     status = .status(x),
-    bias = if (is.null(x$bias)) NA_character_ else x$bias,
+    bias = .bias_ratio(x),
+    bias.source = .bias_source_of(x),
     inference = if (is.null(x$replicates)) "normal" else sprintf("bootstrap (%s)", x$interval),
     weights = .scalar(x$survey$weights, NA_character_),
     cluster = .scalar(x$survey$cluster, NA_character_),

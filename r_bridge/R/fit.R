@@ -370,6 +370,16 @@ dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels =
   .num(x)
 }
 
+# The per-coefficient bias bounds of a release (res$bias, dpstats/uncertainty/bias.py): 0 where it keeps no
+# bias, Inf where nothing bounds the bias it names. A release from a dpstats before the bounds (res$bias
+# the bias in words) reads as unbounded where it names one.
+.bias_bounds <- function(bias, source, k) {
+  if (is.character(bias)) return(rep(if (all(is.na(bias))) 0 else Inf, k))
+  b <- .num(bias)
+  if (length(b) == k) return(b)
+  rep(if (is.null(source) || all(is.na(source))) 0 else Inf, k)
+}
+
 .plain_list <- function(x) {
   if (is.null(x) || length(x) == 0L) return(list())
   lapply(x, function(v) if (is.list(v)) .plain_list(v) else v)
@@ -404,7 +414,9 @@ dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels =
     reason = .scalar(res$reason, NA_character_),
     se_note = .scalar(res$se_note, NA_character_),
     plan_note = .scalar(res$plan_note, NA_character_),
-    bias = .scalar(res$bias, NA_character_),
+    bias = setNames(.bias_bounds(res$bias, res$bias_source, length(r_terms)), r_terms),
+    bias_source = .scalar(res$bias_source, if (is.character(res$bias)) res$bias else NA_character_),
+    status = .scalar(res$status, if (isTRUE(res$failed)) "failed" else NA_character_),
     privacy = list(
       notion = privacy$notion,
       eps = as.numeric(privacy$eps),
@@ -466,6 +478,7 @@ dp_quantreg <- function(formula, data, tau = 0.5, eps, bounds = list(), levels =
   fit$python$terms <- fit$python$terms[idx]
   fit$coefficients <- setNames(unname(fit$coefficients[idx]), r_names)
   fit$vcov <- fit$vcov[idx, idx, drop = FALSE]
+  fit$bias <- setNames(unname(fit$bias[idx]), r_names)
   dimnames(fit$vcov) <- list(r_names, r_names)
   if (!is.null(fit$replicates)) {
     fit$replicates <- fit$replicates[, idx, drop = FALSE]

@@ -11,10 +11,23 @@
 #' interval of a fit comes from one law: the bootstrap law of the release's replicates where
 #' it carries them (intervals widened to the estimate where they leave it out, p-values that
 #' invert them), the normal approximation from \code{vcov()} otherwise; z and p are
-#' \code{NaN} where a standard error is not finite. A fit whose estimate keeps a bias its
-#' interval does not cover (the perturbed histogram's binning, KNG's domain boundary) has
-#' status "biased" (\code{fit$bias} names it; the summary, \code{tidy()} and \code{glance()}
-#' show it). \code{predict()} needs
+#' \code{NaN} where a standard error is not finite.
+#'
+#' A fit whose estimate keeps a bias (the perturbed histogram's binning, NoisyStats' repair of a
+#' noisy Gram matrix, KNG's domain boundary, Theil-Sen's estimand) carries a bound on it per
+#' coefficient, \code{fit$bias} (in the estimate's units: 0 where the mechanism keeps no bias,
+#' \code{Inf} where nothing bounds it), and \code{fit$bias_source} names it. A finite bound is
+#' inside the intervals, as Armstrong and Kolesár (2020) carry a bias bound B: \code{confint()}
+#' widens each interval on both sides by \eqn{(cv_\alpha(B/se) - z_{1-\alpha/2}) se}, where
+#' \eqn{cv_\alpha(t)} is the \eqn{1 - \alpha} quantile of \eqn{|N(t, 1)|}, so that it covers for
+#' every bias within the bound, and the p-values invert the widened intervals; an infinite bound
+#' leaves the interval as the mechanism gives it. The status, \code{fit$status} (the Python
+#' package's), is "failed", "biased" where some coefficient's bound exceeds its standard error (the
+#' bias can then be the larger part of the error; an infinite bound, or a positive one without a
+#' standard error, counts) or "ok". The summary shows the status and the bounds, \code{tidy()} the
+#' bound per term (column \code{bias}), \code{glance()} the status, the largest bound in standard
+#' errors (\code{bias}: 0 without a bias, \code{Inf} where it is unbounded) and
+#' \code{bias.source}. \code{predict()} needs
 #' \code{newdata}; \code{residuals()} and \code{fitted()} stop, because they would need the
 #' private data, which the fit does not keep. \code{tidy()} and \code{glance()} are
 #' registered for broom's generics.
@@ -97,9 +110,17 @@ formula.dpstats_fit <- function(x, ...) x$formula
 # where they leave it out, infinite if fewer than 20 replicates are finite; normal
 # (z) intervals from vcov() otherwise, as confint.default: NaN where the mechanism
 # reports no standard error, infinite where the release they need failed.
+# A finite bias bound is inside the intervals (dpstats/uncertainty/bias.py): each is widened on both sides by
+# (cv_alpha(B / se) - z_{1 - alpha/2}) se.
 #' @rdname dpstats_fit
 #' @export
 confint.dpstats_fit <- function(object, parm, level = 0.95, ...) {
+  ci <- .release_confint(object, parm, level)
+  terms <- rownames(ci)
+  .widened(ci, .standard_errors(object)[terms], .bias_of(object)[terms], 1 - level)
+}
+
+.release_confint <- function(object, parm, level) {
   cf <- coef(object)
   pnames <- names(cf)
   if (missing(parm)) parm <- pnames else if (is.numeric(parm)) parm <- pnames[parm]
@@ -125,6 +146,74 @@ confint.dpstats_fit <- function(object, parm, level = 0.95, ...) {
     ci[term, ] <- c(min(ends[[1L]], cf[[term]]), max(ends[[2L]], cf[[term]]))
   }
   ci
+}
+
+# --- bias bounds (dpstats/uncertainty/bias.py) ---------------------------------
+
+# The fit's bias bounds, named as coef(): 0 where it keeps no bias, Inf where nothing bounds the bias it
+# names. A fit saved before the bounds (fit$bias the bias in words) reads as unbounded where it names one.
+.bias_of <- function(x) {
+  k <- length(x$coefficients)
+  b <- x$bias
+  if (is.null(b) || is.character(b)) b <- rep(if (is.null(b) || all(is.na(b))) 0 else Inf, k)
+  setNames(as.numeric(b), names(x$coefficients))
+}
+
+# The bias in words, NA where the fit keeps none.
+.bias_source_of <- function(x) {
+  s <- x$bias_source
+  if (is.null(s) && is.character(x$bias)) s <- x$bias
+  if (is.null(s) || !length(s)) NA_character_ else as.character(s[[1L]])
+}
+
+# The square roots of the covariance's diagonal (NaN where negative), named as coef().
+.standard_errors <- function(x) {
+  setNames(suppressWarnings(sqrt(diag(x$vcov))), names(x$coefficients))
+}
+
+# The largest bias bound in standard errors (0 without a bias; Inf where a bias is unbounded or a bounded
+# one has no finite standard error), as the Python package's res.bias_ratio.
+.bias_ratio <- function(x) {
+  b <- .bias_of(x)
+  se <- .standard_errors(x)
+  measured <- is.finite(se) & se > 0
+  ratio <- ifelse(!is.na(b) & b > 0, b / ifelse(measured, se, 0), 0)
+  max(c(0, ratio))
+}
+
+# cv_alpha(t): the 1 - alpha quantile of |N(t, 1)| (Armstrong and Kolesár 2020), elementwise; Inf where t is
+# not finite. The Python package's critical_value, solved on the same bracket.
+.bias_cv <- function(t, alpha) {
+  z <- stats::qnorm(1 - alpha / 2)
+  vapply(abs(as.numeric(t)), function(s) {
+    if (!is.finite(s)) return(Inf)
+    gap <- function(c) stats::pnorm(c - s) - stats::pnorm(-c - s) - (1 - alpha)
+    stats::uniroot(gap, c(z - 1e-12, s + z + 1), tol = 1e-13, maxiter = 1000L)$root
+  }, numeric(1))
+}
+
+# The intervals (a two-column matrix) widened on each side by (cv_alpha(B / se) - z) se; unchanged where the
+# bound is 0 or infinite, or the standard error is not finite and positive.
+.widened <- function(ci, se, bound, alpha) {
+  usable <- is.finite(bound) & bound > 0 & is.finite(se) & se > 0
+  if (any(usable)) {
+    extra <- (.bias_cv(bound[usable] / se[usable], alpha) - stats::qnorm(1 - alpha / 2)) * se[usable]
+    ci[usable, 1L] <- ci[usable, 1L] - extra
+    ci[usable, 2L] <- ci[usable, 2L] + extra
+  }
+  ci
+}
+
+# Two-sided p-values that invert the widened intervals: p is read as |z| = z_{1 - p/2} and becomes
+# P(|N(t, 1)| > |z|) with t = B / se, the largest the bias allows.
+.widened_pvalues <- function(p, se, bound) {
+  usable <- is.finite(bound) & bound > 0 & is.finite(se) & se > 0 & is.finite(p)
+  if (any(usable)) {
+    z <- stats::qnorm(p[usable] / 2, lower.tail = FALSE)
+    t <- bound[usable] / se[usable]
+    p[usable] <- pmin(stats::pnorm(z - t, lower.tail = FALSE) + stats::pnorm(z + t, lower.tail = FALSE), 1)
+  }
+  p
 }
 
 # The finite replicates, or NULL where there are none or fewer than 20.
@@ -219,12 +308,17 @@ summary.dpstats_fit <- function(object, level = 0.95, ...) {
   boot <- !is.null(object$replicates)
   reps <- .finite_replicates(object)
   p <- if (!boot) 2 * pnorm(-abs(z)) else if (is.null(reps)) rep(NaN, length(cf)) else .bootstrap_pvalues(cf, reps, object$interval)
+  p <- .widened_pvalues(p, se, .bias_of(object))  # they invert confint()'s widened intervals
   p <- ifelse(is.finite(se), p, NaN)
   table <- cbind(Estimate = cf, `Std. Error` = se, `z value` = z, p)
   colnames(table)[4L] <- if (boot) "Pr(boot)" else "Pr(>|z|)"
   out <- object[c("call", "formula", "estimator", "tau", "response", "nobs", "method", "method_title",
-                  "method_reason", "citation", "failed", "reason", "se_note", "plan_note", "bias", "privacy", "bounds",
+                  "method_reason", "citation", "failed", "reason", "se_note", "plan_note", "privacy", "bounds",
                   "levels", "noisy_stats", "hyperparameters", "link", "survey")]
+  out$bias <- .bias_of(object)
+  out$bias_source <- .bias_source_of(object)
+  out$bias_ratio <- .bias_ratio(object)
+  out$status <- .status(object)
   out$coefficients <- table
   if (!is.null(object$margins)) {
     me <- dp_margeff(object, level = level)
@@ -236,6 +330,19 @@ summary.dpstats_fit <- function(object, level = 0.95, ...) {
   out$level <- level
   class(out) <- "summary.dpstats_fit"
   out
+}
+
+# The status line of a fit that did not fail, as the Python package's summary writes it (_status_text in
+# dpstats/results/regression.py): "ok", or the status with the bias bound in standard errors and whether the
+# intervals hold it.
+.status_text <- function(x) {
+  source <- .scalar(x$bias_source, NA_character_)
+  if (is.na(source)) return("ok")
+  ratio <- x$bias_ratio
+  if (!is.finite(ratio) && any(is.infinite(x$bias))) return(paste("biased: the interval does not cover", source))
+  carried <- if (is.finite(ratio)) "the intervals carry the bound" else "no interval carries it"
+  size <- if (is.finite(ratio)) sprintf("up to %.2g standard errors", ratio) else "of unknown size next to the noise"
+  sprintf("%s: bias %s (%s; bias bounds below): %s", x$status, size, carried, source)
 }
 
 .stat_text <- function(v) {
@@ -271,8 +378,7 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
   .field("Reference", x$citation)
   .field("Observations", paste0(x$nobs, " (public)"))
   if (!is.null(x$survey)) .field("Weights", .survey_text(x$survey))
-  status <- if (x$failed) paste("FAILED:", x$reason) else "ok"
-  if (!x$failed && !is.null(x$bias) && !is.na(x$bias)) status <- paste("biased: the interval does not cover", x$bias)
+  status <- if (x$failed) paste("FAILED:", x$reason) else .status_text(x)
   if (!is.null(x$plan_note) && !is.na(x$plan_note)) {
     status <- paste0(status, " (fitted although the plan advised against it: ", x$plan_note, ")")
   }
@@ -308,6 +414,10 @@ print.summary.dpstats_fit <- function(x, digits = max(3L, getOption("digits") - 
   } else {
     printCoefmat(x$coefficients, digits = digits, na.print = "NaN", has.Pvalue = TRUE, P.values = TRUE,
                  signif.stars = FALSE)
+    if (!is.na(.scalar(x$bias_source, NA_character_))) {
+      cat("\nBias bounds (|bias| <=; the intervals and p-values carry the finite ones):\n")
+      print.default(format(x$bias, digits = digits), print.gap = 2L, quote = FALSE)
+    }
   }
   if (!is.null(x$margins) && !x$failed) {
     cat("\nAverage marginal effects (dy/dx over the rows; dp_margeff(fit)):\n")

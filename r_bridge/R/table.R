@@ -51,7 +51,8 @@
     y_name = fit$response,
     failed = isTRUE(fit$failed),
     reason = .na_null(fit$reason),
-    bias = .na_null(fit$bias),
+    bias = as.list(unname(.bias_of(fit))),  # per term; Inf reaches Python as inf (unbounded)
+    bias_source = .na_null(.bias_source_of(fit)),
     hyperparameters = .survey_record(fit$survey)
   )
 }

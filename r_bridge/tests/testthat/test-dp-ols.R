@@ -19,7 +19,7 @@ test_that("the quick start runs as written", {
   expect_identical(rownames(ci), c("(Intercept)", "wt", "factor(cyl)6", "factor(cyl)8"))
   skip_if_not_installed("broom")
   td <- broom::tidy(fit)
-  expect_identical(names(td), c("term", "estimate", "std.error", "statistic", "p.value", "status"))
+  expect_identical(names(td), c("term", "estimate", "std.error", "statistic", "p.value", "bias", "status"))
   expect_identical(td$term, rownames(ci))
 })
 

@@ -131,7 +131,7 @@ test_that("print, tidy and glance follow dp_ols; only plain values are kept", {
   skip_if_not_installed("broom")
   td <- broom::tidy(fit, conf.int = TRUE)
   expect_identical(names(td), c("term", "estimate", "std.error", "statistic", "p.value", "conf.low", "conf.high",
-                                "status"))
+                                "bias", "status"))
   expect_identical(td$term, names(coef(fit)))
   gl <- broom::glance(fit)
   expect_identical(gl$link, "probit")

@@ -105,14 +105,17 @@ test_that("tidy and glance are registered for broom", {
   skip_if_not_installed("broom")
   td <- broom::tidy(fit, conf.int = TRUE, conf.level = 0.9)
   expect_identical(names(td), c("term", "estimate", "std.error", "statistic", "p.value", "conf.low", "conf.high",
-                                "status"))
+                                "bias", "status"))
+  expect_identical(td$bias, rep(0, 5))  # NoisyStats at eps = 1e9: nothing repaired, no bias
   expect_equal(td$estimate, unname(coef(fit)))
   gl <- broom::glance(fit)
   expect_identical(nrow(gl), 1L)
   expect_identical(names(gl), c("nobs", "df.model", "method", "notion", "eps", "delta", "rho", "proven",
-                                "neighbours", "failed", "status", "bias", "inference", "weights", "cluster",
+                                "neighbours", "failed", "status", "bias", "bias.source", "inference", "weights", "cluster",
                                 "strata"))
   expect_identical(gl$status, "ok")
+  expect_identical(gl$bias, 0)
+  expect_true(is.na(gl$bias.source))
   expect_identical(gl$inference, if (is.null(fit$replicates)) "normal" else paste0("bootstrap (", fit$interval, ")"))
   expect_identical(gl$method, "noisystats")
   expect_equal(gl$eps, 1e9)
@@ -161,14 +164,67 @@ test_that("dp_f_test is the Wald test of the release, its p-value from the boots
   expect_error(dp_f_test(fit, "weight"), "unknown term")
 })
 
-test_that("a fit whose interval does not cover its bias says so: the histogram's binning", {
+test_that("a fit that keeps a bias carries its bound: the histogram's binning", {
   skip_if_no_dpstats()
   skip_if_not_installed("broom")
   data(engel, package = "quantreg")
   fit <- dp_quantreg(foodexp ~ income, data = engel, eps = 1, bounds = list(income = c(0, 5000), foodexp = c(0, 2500)),
                      method = "histogram", random_state = 1)
-  expect_match(fit$bias, "binning bias (at the cells' noisy means", fixed = TRUE)
-  expect_identical(broom::glance(fit)$status, "biased")
-  expect_identical(unique(broom::tidy(fit)$status), "biased")
-  expect_match(paste(capture.output(print(summary(fit))), collapse = " "), "biased: the interval does not cover")
+  expect_match(fit$bias_source, "binning bias (at the cells' noisy means", fixed = TRUE)
+  expect_identical(names(fit$bias), names(coef(fit)))
+  expect_true(all(fit$bias > 0))
+  expect_true(fit$status %in% c("ok", "biased"))  # the Python package's rule, not R's
+  expect_identical(broom::glance(fit)$status, fit$status)
+  expect_identical(unique(broom::tidy(fit)$status), fit$status)
+  expect_identical(broom::tidy(fit)$bias, unname(fit$bias))
+  expect_identical(broom::glance(fit)$bias.source, fit$bias_source)
+  status <- grep("^Status:", capture.output(print(summary(fit))), value = TRUE)
+  expect_match(status, paste0("^Status: +", fit$status, ": "))
+  expect_match(status, "binning bias", fixed = TRUE)
+})
+
+test_that("a finite bias bound widens the intervals (Armstrong-Kolesar) and the p-values invert them", {
+  skip_if_no_dpstats()
+  fit <- fit_once()
+  se <- sqrt(diag(vcov(fit)))
+  expect_equal(dpstats:::.bias_cv(0, 0.05), qnorm(0.975), tolerance = 1e-12)
+  cv <- dpstats:::.bias_cv(c(0.5, 3, 40), 0.1)
+  expect_equal(pnorm(cv - c(0.5, 3, 40)) - pnorm(-cv - c(0.5, 3, 40)), rep(0.9, 3), tolerance = 1e-12)
+  expect_identical(dpstats:::.bias_cv(c(Inf, NaN), 0.05), c(Inf, Inf))
+  biased <- fit
+  biased$bias[] <- c(0, 0.5, 3, Inf, 0) * se
+  biased$bias_source <- "a bias"
+  for (level in c(0.9, 0.95)) {
+    before <- confint(fit, level = level)
+    after <- confint(biased, level = level)
+    extra <- (dpstats:::.bias_cv(c(0.5, 3), 1 - level) - qnorm(1 - (1 - level) / 2)) * se[2:3]
+    expect_equal(unname(after[2:3, 1]), unname(before[2:3, 1] - extra), tolerance = 1e-12)
+    expect_equal(unname(after[2:3, 2]), unname(before[2:3, 2] + extra), tolerance = 1e-12)
+    expect_identical(after[-(2:3), ], before[-(2:3), ])  # 0 and Inf leave the interval as it was
+  }
+  p <- summary(biased)$coefficients[, 4L]
+  p0 <- summary(fit)$coefficients[, 4L]
+  expect_true(all(p[2:3] >= p0[2:3]) && all(p[-(2:3)] == p0[-(2:3)]))
+  normal <- biased
+  normal$replicates <- NULL  # the normal law: at the level of its own p-value, 0 is an end of the interval
+  p <- summary(normal)$coefficients[, 4L]
+  for (j in 2:3) expect_lt(min(abs(confint(normal, level = 1 - p[[j]])[j, ])), 1e-8 * se[[j]])
+  expect_identical(broom::glance(biased)$bias, Inf)
+  biased$bias[4] <- 0
+  expect_equal(broom::glance(biased)$bias, 3)
+  status <- grep("^Status:", capture.output(print(summary(biased))), value = TRUE)
+  expect_match(status, "bias up to 3 standard errors (the intervals carry the bound; bias bounds below): a bias",
+               fixed = TRUE)
+})
+
+test_that("a fit saved before the bounds (fit$bias the bias in words) reads as unbounded", {
+  skip_if_no_dpstats()
+  old <- fit_once()
+  old$bias <- "a bias"
+  old$bias_source <- NULL
+  old$status <- NULL
+  expect_identical(unname(dpstats:::.bias_of(old)), rep(Inf, 5))
+  expect_identical(dpstats:::.status(old), "biased")
+  expect_identical(confint(old), confint(fit_once()))
+  expect_match(grep("^Status:", capture.output(print(summary(old))), value = TRUE), "does not cover a bias")
 })
