@@ -36,8 +36,10 @@ def noisystats_release(
     note: str,
     stats: dict,
     bias: str | None,
+    bias_bound: np.ndarray | None = None,
 ) -> Release:
-    """The release with percentile intervals from the bootstrap's ``replicates`` (None: none finite)."""
+    """The release with percentile intervals from the bootstrap's ``replicates`` (None: none finite), and the
+    repair's bias, named and bounded (dpstats/mechanisms/noisystats/repair_bias.py)."""
     return Release(
         params=params,
         cov=cov,
@@ -47,4 +49,5 @@ def noisystats_release(
         replicates=replicates,
         interval="percentile",
         bias=bias,
+        bias_bound=None if bias is None else bias_bound,
     )

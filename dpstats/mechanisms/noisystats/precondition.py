@@ -20,7 +20,8 @@ in opposite directions. The reparametrisation here is exact and public:
   smaller relative to it.
 * **Back.** ``beta_j x_j + beta_q q + alpha = (beta_j - b beta_q) x_j + beta_q x_k +
   (alpha - a beta_q)``: the release's estimates, covariance and bootstrap replicates are
-  mapped by that fixed matrix (post-processing). Its sensitivities are the unweighted or
+  mapped by that fixed matrix (post-processing), and a bias bound by its absolute values
+  (the triangle inequality). Its sensitivities are the unweighted or
   weighted release's own: they only need every column inside its declared bounds.
 """
 
@@ -161,11 +162,13 @@ def back(release: Release, design: Design, found: tuple[Pair, ...]) -> Release:
     with np.errstate(all="ignore"):
         params, cov = T @ release.params, T @ release.cov @ T.T
         replicates = None if release.replicates is None else release.replicates @ T.T
+        bias_bound = None if release.bias_bound is None else np.abs(T) @ release.bias_bound
     note = ", ".join(f"{design.term_names[p.square]} against {design.term_names[p.linear]}" for p in found)
     return replace(
         release,
         params=params,
         cov=cov,
         replicates=replicates,
+        bias_bound=bias_bound,
         hyperparameters={**release.hyperparameters, "preconditioned": note},
     )
