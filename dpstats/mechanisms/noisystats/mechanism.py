@@ -89,6 +89,7 @@ from ...uncertainty.sandwich import from_upper_triangle, upper_triangle
 from ..base import PrivacyRequest, Release, failed_release
 from . import inference, precondition, repair, structured
 from .outputs import NO_SE_NOTE, design_order, is_positive_definite, noisystats_release
+from .repair_bias import RepairShrinkage, centered_bound, origin_bound, structured_bound
 from .weighted import fit_weighted
 
 SE_NOTE = (
@@ -214,6 +215,7 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     noisy_stats = _user_unit_stats(scale, s_xx, s_xy)
     floor = repair.floor(p, xx_sensitivity / eps3) if repairs else None
     bias = None if floor is None else repair.floor_bias(s_xx, floor)
+    shrinkage = None if floor is None else RepairShrinkage.of(s_xx, floor)
     if floor is not None:
         s_xx = repair.repaired(s_xx, floor)
     elif not is_positive_definite(s_xx):
@@ -226,7 +228,8 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     theta = scale.jacobian() @ coef_unit + scale.offset()
     params = place_coefficients(design, theta[0], theta[1:])
     if share == 0:
-        return noisystats_release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats, bias)
+        bound = centered_bound(shrinkage, scale, design, slopes, None)
+        return noisystats_release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats, bias, bound)
 
     rows = functools.partial(_unit_total, design, scale)
     released = inference.release_centered_sandwich(
@@ -237,7 +240,8 @@ def _fit_centered(design: Design, privacy: PrivacyRequest, rng: np.random.Genera
     cov, replicates = inference.centered_uncertainty(
         noise.postprocessing_rng(rng), released, coef_unit, s_xx, n, scales, to_user, floor, _clusters(design)
     )
-    return noisystats_release(params, cov, replicates, spent, note, noisy_stats, bias)
+    bound = centered_bound(shrinkage, scale, design, slopes, cov)
+    return noisystats_release(params, cov, replicates, spent, note, noisy_stats, bias, bound)
 
 
 def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Generator, repairs: bool) -> Release:
@@ -258,13 +262,17 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
     solved, floor, bias = structured.repaired_gram(wtw, layout, noise_scale, repairs)
     if solved is None:
         return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
+    shrinkage = None if floor is None else RepairShrinkage.of(wtw, floor)
     wtw = solved
     to_unit, shift = layout.to_unit()
-    coef_unit = to_unit @ np.linalg.solve(wtw, wtv) + shift
+    solution = np.linalg.solve(wtw, wtv)
+    coef_unit = to_unit @ solution + shift
     theta = scale.jacobian() @ coef_unit + scale.offset()
     params = place_coefficients(design, theta[0], theta[1:])
+    bounds = functools.partial(structured_bound, shrinkage, layout, scale.jacobian() @ to_unit, design_order(design))
     if share == 0:
-        return noisystats_release(params, np.full((p + 1, p + 1), np.nan), None, spent, note, noisy_stats, bias)
+        nan = np.full((p + 1, p + 1), np.nan)
+        return noisystats_release(params, nan, None, spent, note, noisy_stats, bias, bounds(solution, None))
 
     released = inference.release_centered_sandwich(
         rng,
@@ -290,7 +298,7 @@ def _fit_structured(design: Design, privacy: PrivacyRequest, rng: np.random.Gene
         floor,
         _clusters(design),
     )
-    return noisystats_release(params, cov, replicates, spent, note, noisy_stats, bias)
+    return noisystats_release(params, cov, replicates, spent, note, noisy_stats, bias, bounds(solution, cov))
 
 
 def _unit_total(
@@ -346,14 +354,17 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
     }
     floor = repair.floor(p, xx_sensitivity / eps2) if repairs else None
     bias = None if floor is None else repair.floor_bias(xtx, floor)
+    shrinkage = None if floor is None else RepairShrinkage.of(xtx, floor)
     if floor is not None:
         xtx = repair.repaired(xtx, floor)
     elif not is_positive_definite(xtx):
         return failed_release(p, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
     coef_scaled = np.linalg.solve(xtx, xty)
     params = coef_scaled * y_scale / x_scale
+    widths = (xb[:, 1] - xb[:, 0]) / (yb[1] - yb[0])
+    bounds = functools.partial(origin_bound, shrinkage, y_scale / x_scale, widths, coef_scaled)
     if share == 0:
-        return noisystats_release(params, np.full((p, p), np.nan), None, spent, note, noisy_stats, bias)
+        return noisystats_release(params, np.full((p, p), np.nan), None, spent, note, noisy_stats, bias, bounds(None))
 
     bound = sandwich.residual_bound(coef_scaled, xb, yb)
     full = design.total(functools.partial(origin_meat, x_scale, y_scale, coef_scaled, bound))
@@ -371,7 +382,7 @@ def _fit_through_origin(design: Design, privacy: PrivacyRequest, rng: np.random.
         floor,
         _clusters(design),
     )
-    return noisystats_release(params, cov, replicates, spent, note, noisy_stats, bias)
+    return noisystats_release(params, cov, replicates, spent, note, noisy_stats, bias, bounds(cov))
 
 
 def _user_unit_stats(scale: CenteredUnitScale, s_xx: np.ndarray, s_xy: np.ndarray) -> dict:
