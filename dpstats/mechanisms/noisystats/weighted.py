@@ -51,6 +51,7 @@ from ...uncertainty.intervals import infinite_cov
 from ..base import PrivacyRequest, Release, failed_release
 from . import inference, structured
 from .outputs import NO_SE_NOTE, design_order, noisystats_release
+from .repair_bias import RepairShrinkage, structured_bound
 
 NAME = "W'WW, W'Wy"
 """The point's release (in the budget's split)."""
@@ -127,6 +128,7 @@ def fit_weighted(design: Design, privacy: PrivacyRequest, rng: np.random.Generat
     solved, floor, bias = structured.repaired_gram(wtw, layout, noise_scale, repairs)
     if solved is None:
         return failed_release(design.n_columns, spent, FAIL_REASON, note, noisy_stats=noisy_stats)
+    shrinkage = None if floor is None else RepairShrinkage.of(wtw, floor)
     wtw = solved
     theta = np.linalg.solve(wtw, wtv)
     to_unit, shift = layout.to_unit()
@@ -134,9 +136,11 @@ def fit_weighted(design: Design, privacy: PrivacyRequest, rng: np.random.Generat
     user = scale.jacobian() @ coef_unit + scale.offset()
     params = place_coefficients(design, user[0], user[1:])
     order = design_order(design)
+    linear = scale.jacobian() @ to_unit  # the layout's coordinates to the user's (intercept, slopes)
     if share == 0:
         nan = np.full((p + 1, p + 1), np.nan)
-        return noisystats_release(params, nan, None, spent, NO_SE_NOTE, noisy_stats, bias)
+        bias_bound = structured_bound(shrinkage, layout, linear, order, theta, None)
+        return noisystats_release(params, nan, None, spent, NO_SE_NOTE, noisy_stats, bias, bias_bound)
     Z = layout.rows_of(U, v)
     residuals = Z[:, -1] - Z[:, :-1] @ theta
     bound = _residual_bound(
@@ -149,7 +153,8 @@ def fit_weighted(design: Design, privacy: PrivacyRequest, rng: np.random.Generat
     with np.errstate(all="ignore"):
         cov_user = (jacobian @ cov @ jacobian.T)[np.ix_(order, order)]
         replicates = None if replicates is None else (replicates @ jacobian.T + offset)[:, order]
-    return noisystats_release(params, cov_user, replicates, spent, note, noisy_stats, bias)
+    bias_bound = structured_bound(shrinkage, layout, linear, order, theta, cov_user)
+    return noisystats_release(params, cov_user, replicates, spent, note, noisy_stats, bias, bias_bound)
 
 
 def _residual_bound(
