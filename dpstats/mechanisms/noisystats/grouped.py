@@ -35,6 +35,7 @@ from ..base import PrivacyRequest, Release, failed_release
 from . import grouped_bootstrap, grouped_covariance, grouped_sandwich, inference, precondition, repair
 from .grouped_noise import release_per_group
 from .mechanism import FAIL_REASON, NO_SE_NOTE, SE_NOTE, _split, centered_sensitivity
+from .repair_bias import RepairShrinkage, centered_bound
 
 POINT = ("ncov(x, y)", "nvar(x)", "intercept")
 SE_NOTE_GROUPED = SE_NOTE.replace(
@@ -261,8 +262,11 @@ def _releases(
             cov, row = uncertainty[0][g], uncertainty[2][g]
             replicates = uncertainty[1][row] if row >= 0 else None
         bias = None if floor is None else repair.floor_bias(points.raw[g], floor[g])
+        shrinkage = None if floor is None else RepairShrinkage.of(points.raw[g], floor[g])
+        measured = None if uncertainty is None else cov
+        bound = centered_bound(shrinkage, scale, design, points.coef_unit[g, 1:], measured)
         releases.append(
             Release(params=params[g], cov=cov, privacy=points.spent, se_note=note, noisy_stats=stats,
-                    replicates=replicates, interval="percentile", bias=bias)
+                    replicates=replicates, interval="percentile", bias=bias, bias_bound=bound)
         )  # fmt: skip
     return releases
