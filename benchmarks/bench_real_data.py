@@ -8,8 +8,9 @@ the relative error against OLS (QuantReg at the median), the worst over those co
 whose 95% interval covers the non-private value (the worst coefficient), over the fits that report a finite
 interval (a fit without standard errors, e.g. Tukey where the spreads are unaffordable, says so and is counted in
 ``no CI``); ``ok cover``, the same over the fits whose status is "ok" (a fit flagged "biased" names the bias its
-interval does not cover, ``biased`` counts them; ``>2se``, the share of the biased fits whose realized error exceeds two
-of their own standard errors on a strong coefficient, what the label promises; issue 45); the failures and auto's refusals
+interval does not cover, ``biased`` counts them; ``>2se``, the share of the biased fits whose realized error
+exceeds two of their own standard errors on some coefficient, what the label promises; issue 45); the failures and
+auto's refusals
 (before spending; dpstats/planning/refusal.py); ``pred/real``, compare_methods' predicted "error" of the
 coefficient its prediction is of (dpstats/planning/error_model.error_term) over that coefficient's realized
 error, both the 68th percentile over the seeds (the error model's C(68)); the seconds per fit and their
@@ -110,8 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     totals = Totals()
     print(f"{'data':<11} {'n':>6} {'est':<8} {'method':<12} {'eps':>6} {'rel err':>8} {'cover':>6} "
-          f"{'ok cover':>8} {'biased':>6} {'>2se':>5} {'no CI':>5} {'fail':>5} {'refuse':>6} {'pred/real':>9} {'s/fit':>6} "
-          f"{'x sm':>5}  chose")  # fmt: skip
+          f"{'ok cover':>8} {'biased':>6} {'>2se':>5} {'no CI':>5} {'fail':>5} {'refuse':>6} {'pred/real':>9} "
+          f"{'s/fit':>6} {'x sm':>5}  chose")  # fmt: skip
     for reg in REGRESSIONS:
         if reg.name not in args.data:
             continue
@@ -159,17 +160,17 @@ def row(reg: Regression, data: pd.DataFrame, estimator: str, method: str, eps: f
     worst_cover, ok_cover = worst_coverage(covered), worst_coverage(covered[ok] if released else covered)
     no_interval = int(np.isnan(covered).all(axis=1).sum()) if released else 0
     ratio = prediction_ratio(reg, data, estimator, method, eps, cell, public)
-    far = far_when_biased(cell, strong)
+    far = far_when_biased(cell)
     return (f"{reg.name:<11} {len(data):>6} {estimator:<8} {method:<12} {eps:>6g} {worst_error:>8.3f} "
             f"{worst_cover:>6.2f} {ok_cover:>8.2f} {sum(cell.biased):>6} {far:>5.2f} {no_interval:>5} {cell.failed:>5} "
             f"{cell.refused:>6} {ratio:>9.2f} {cell.seconds / max(cell.runs, 1):>6.2f}  "
             f"{','.join(sorted(cell.chose))}")  # fmt: skip
 
 
-def far_when_biased(cell: Cell, strong: np.ndarray) -> float:
-    """The share of the fits labelled "biased" with some strong coefficient more than two of its own standard
-    errors from the reference (NaN: none labelled)."""
-    far = [f[strong].any() for f, biased in zip(cell.far, cell.biased) if biased]
+def far_when_biased(cell: Cell) -> float:
+    """The share of the fits labelled "biased" with some coefficient more than two of its own standard errors from
+    the reference (NaN: none labelled)."""
+    far = [f.any() for f, biased in zip(cell.far, cell.biased, strict=True) if biased]
     return float(np.mean(far)) if far else math.nan
 
 
@@ -187,7 +188,7 @@ class Totals:
     def add(self, cell: Cell, strong: np.ndarray) -> None:
         self.fits += len(cell.biased)
         self.biased += sum(cell.biased)
-        self.far += sum(bool(f[strong].any()) for f, b in zip(cell.far, cell.biased) if b)
+        self.far += sum(bool(f.any()) for f, b in zip(cell.far, cell.biased, strict=True) if b)
         covered = np.array(cell.covered)[:, strong] if cell.covered and strong.any() else np.empty(0)
         self.covered += float(np.nansum(covered))
         self.intervals += int(np.isfinite(covered).sum())
@@ -196,8 +197,10 @@ class Totals:
         share = self.biased / max(self.fits, 1)
         far = self.far / self.biased if self.biased else math.nan
         cover = self.covered / self.intervals if self.intervals else math.nan
-        return (f"all cells: {self.fits} fits, labelled biased {share:.3f}, of those > 2 SEs off {far:.3f}, "
-                f"coverage of strong coefficients {cover:.3f} ({self.intervals} intervals)")
+        return (
+            f"all cells: {self.fits} fits, labelled biased {share:.3f}, of those > 2 SEs off {far:.3f}, "
+            f"coverage of strong coefficients {cover:.3f} ({self.intervals} intervals)"
+        )
 
 
 def worst_coverage(covered: np.ndarray) -> float:
