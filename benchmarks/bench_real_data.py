@@ -15,7 +15,7 @@ auto's refusals
 coefficient its prediction is of (dpstats/planning/error_model.error_term) over that coefficient's realized
 error, both the 68th percentile over the seeds (the error model's C(68)); the seconds per fit and their
 ratio to statsmodels' OLS (QuantReg) on the same regression
-(``x sm``, the median of five timed fits).
+(``x sm``, the median of five timed fits). The last lines pool every cell below eps = 1e6, per estimator.
 
     python benchmarks/bench_real_data.py [--seeds 100] [--eps 0.5 1 5 1e9] [--data engel CPS1988 ...]
         [--methods auto noisystats ...]
@@ -24,6 +24,7 @@ ratio to statsmodels' OLS (QuantReg) on the same regression
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", nargs="+", default=None)
     parser.add_argument("--strong", type=float, default=5.0)
     args = parser.parse_args(argv)
-    totals = Totals()
+    totals: dict[str, Totals] = {}  # per estimator
     print(f"{'data':<11} {'n':>6} {'est':<8} {'method':<12} {'eps':>6} {'rel err':>8} {'cover':>6} "
           f"{'ok cover':>8} {'biased':>6} {'>2se':>5} {'no CI':>5} {'fail':>5} {'refuse':>6} {'pred/real':>9} "
           f"{'s/fit':>6} {'x sm':>5}  chose")  # fmt: skip
@@ -128,12 +129,15 @@ def main(argv: list[str] | None = None) -> None:
                 for eps in args.eps:
                     cell = run_cell(reg, data, estimator, method, eps, args.seeds, public.params)
                     if eps < 1e6:  # the limit's fits check the mechanisms, not what DP costs
-                        totals.add(cell, strong)
+                        totals.setdefault(estimator, Totals()).add(cell, strong)
                     line = row(reg, data, estimator, method, eps, cell, strong, public)
                     ratio = cell.seconds / max(cell.runs, 1) / reference_seconds
                     head, chose = line.rsplit("  ", 1)
                     print(f"{head} {ratio:>5.1f}  {chose}", flush=True)
-    print(totals.line())
+    for estimator, total in totals.items():
+        print(f"{estimator:<8} {total.line()}")
+    if len(totals) > 1:
+        print(f"{'both':<8} {sum(totals.values(), Totals()).line()}")
 
 
 def timed_reference(formula: str, data: pd.DataFrame, estimator: str):
@@ -184,6 +188,9 @@ class Totals:
     far: int = 0
     covered: float = 0.0
     intervals: int = 0
+
+    def __add__(self, other: Totals) -> Totals:
+        return Totals(*(getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self)))
 
     def add(self, cell: Cell, strong: np.ndarray) -> None:
         self.fits += len(cell.biased)

@@ -90,9 +90,12 @@ Poisson count and normal sums across cells; least squares is refitted in
 one batched solve, quantile regression moves by one Newton step with a
 kernel density at the fit (Powell's sandwich in the limit). The interval is
 centred at the estimate corrected for the thresholding's bias, with the
-spread of that corrected estimate. Binning bias is not covered: the default
-bins undersmooth the paper's rule so that it stays small next to the
-intervals' width (x 1.5 bins per axis for least squares, x 3 for quantiles).
+spread of that corrected estimate. Binning bias is not in the bootstrap: the
+default bins undersmooth the paper's rule so that it stays small next to the
+intervals' width (x 1.5 bins per axis for least squares, x 3 for quantiles),
+and a least-squares fit carries a bound on it that the results' intervals
+hold (dpstats/mechanisms/histogram/binning_bias.py); quantile and binary
+fits name it without one.
 
 Logit and probit (``dp_logit`` / ``dp_probit``, the mechanism's ``link=``;
 Lei 2011, section 3.1, whose logistic example meets (A1)-(A3)): the release

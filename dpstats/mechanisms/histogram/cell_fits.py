@@ -31,6 +31,7 @@ back, where the centres of its retained cells do not identify the design
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ from ...glm.links import LINKS, get_link
 from ...privacy.accounting import PrivacySpent
 from ..base import Release
 from .binary_inference import binary_intervals
+from .binning_bias import CoefficientSet, fit_bias_bound
 from .cell_means import CellMeans, Encode, place, response_widths, unit_steps
 from .cell_meat import CellMeat
 from .inference import (
@@ -79,6 +81,7 @@ class CellFit:
     columns: tuple[str, ...]
     hyperparameters: dict[str, object]
     intervals: Intervals
+    bias_bound: np.ndarray | None = None
 
 
 def check_response(response: object) -> str:
@@ -218,6 +221,7 @@ def fit_on_cells(
     response: str = "auto",
     sheppard: bool | Sequence[str] = False,
     meat: CellMeat | None = None,
+    limits: np.ndarray | None = None,
 ) -> CellFit:
     """Fit the design ``encode`` gives on the cells of the variables ``names`` (summed over the others).
 
@@ -225,15 +229,21 @@ def fit_on_cells(
     no retained cell, so ``X'WX`` is singular) falls back to Algorithm 1'
     (module docstring); the hyperparameters say so. ``meat``: with survey weights, what releases the rows'
     design-based meat at the fit (cell_meat.py; ``names`` are then all the release's columns, in its order).
-    A failed fit has no intervals, so the meat is released at most once.
+    A failed fit has no intervals, so the meat is released at most once. ``limits``: every design column's
+    largest absolute coefficient in the class of the binning bias bound (binning_bias.py, ``class_limits``),
+    None where the columns' ranges are not known (the class is then the estimate's standard errors alone).
     """
     policy = hist.policy(threshold)
     continuous = [c for c in names if c not in response_names and not hist.layout.axis(c).categorical]
     corrected = check_sheppard(sheppard, continuous, estimator)
-    cell_fit = _fit_with(hist, estimator, names, encode, term_names, y_name, q, policy, response, corrected, meat)
+    fit_with = functools.partial(
+        _fit_with, hist, estimator, names, encode, term_names, y_name, q, response=response, corrected=corrected,
+        meat=meat, limits=limits,
+    )  # fmt: skip
+    cell_fit = fit_with(policy)
     if not cell_fit.fit.failed or policy in (FALLBACK, "none"):
         return cell_fit
-    fallback = _fit_with(hist, estimator, names, encode, term_names, y_name, q, FALLBACK, response, corrected, meat)
+    fallback = fit_with(FALLBACK)
     if fallback.fit.failed:
         reason = f"{cell_fit.fit.reason}; on the non-negative counts (Algorithm 1'): {fallback.fit.reason}"
         return dataclasses.replace(cell_fit, fit=dataclasses.replace(cell_fit.fit, reason=reason))
@@ -253,8 +263,10 @@ def _fit_with(
     response: str,
     corrected: Sequence[str],
     meat: CellMeat | None = None,
+    limits: np.ndarray | None = None,
 ) -> CellFit:
-    """:func:`fit_on_cells` with the thresholding ``policy``, and Sheppard's correction of the ``corrected`` columns."""
+    """:func:`fit_on_cells` with the thresholding ``policy``, and Sheppard's correction of the ``corrected`` columns;
+    a least-squares fit carries its binning bias bound (binning_bias.py)."""
     cells, weights = hist.marginal(names, policy, clip=estimator != "ols")
     means = hist.cell_means(names)
     points = cells if means is None else place(cells, hist.layout, names, means)
@@ -276,7 +288,16 @@ def _fit_with(
         hyper["cell_means"] = list(means.names)
     moves = () if means is None else point_moves(encode, points, hist.layout, names, means)
     intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, widths, per_cell, moves, meat)
-    return CellFit(fit, term_names, tuple(names), hyper, intervals)
+    bound = None
+    if estimator == "ols" and not fit.failed:
+        limits = np.full(X.shape[1], np.inf) if limits is None else limits
+        coefficients = CoefficientSet(fit.params, intervals.cov, limits)
+        mean_axes = () if means is None else means.names
+        points_rows = np.column_stack([y, X])
+        bound = fit_bias_bound(
+            hist.layout, names, encode, cells, points_rows, weights, coefficients, mean_axes, correction
+        )
+    return CellFit(fit, term_names, tuple(names), hyper, intervals, bound)
 
 
 def _centres_identify(encode: Encode, cells: pd.DataFrame, weights: np.ndarray) -> bool:
@@ -310,21 +331,33 @@ BINNING_BIAS = (
     "kept at any eps; Lei 2011, Theorem 3) and, in sparse layouts, the pull of the noise in empty cells towards "
     "the middle of the box"
 )
-"""The bias every fit on a perturbed histogram keeps and its interval does not cover (inference.py: **Binning**
-and **Sparse layouts**; the bootstrap corrects the thresholding's bias only as far as its world shows it)."""
+"""The bias every fit on a perturbed histogram keeps beyond what its bootstrap covers (inference.py: **Binning**
+and **Sparse layouts**; the bootstrap corrects the thresholding's bias only as far as its world shows it). A
+quantile or binary fit leaves it unbounded; least squares bounds it (``BOUNDED_BINNING_BIAS``)."""
+BOUNDED_BINNING_BIAS = (
+    "the binning bias (at the cells' noisy means, the spread of the rows inside a cell, which vanishes as the "
+    "bins refine with eps; at the bins' centres, with moment_share=0, the distance of the rows from the centres, "
+    "kept at any eps; Lei 2011, Theorem 3), bounded over a class of within-cell spreads and coefficients "
+    "(dpstats/mechanisms/histogram/binning_bias.py); a sparse layout's pull of the empty cells' noise is the "
+    "note's, not the bound's"
+)
+"""A least-squares fit's binning bias, with its bound (binning_bias.py)."""
 
 
 def as_release(cell_fit: CellFit, privacy: PrivacySpent) -> Release:
-    """A cell fit as a mechanism's release, with its standard errors (inference.py) and its binning bias."""
+    """A cell fit as a mechanism's release, with its standard errors (inference.py), its binning bias and, for
+    least squares, the bias's bound (binning_bias.py)."""
+    failed = cell_fit.fit.failed
     return Release(
         params=cell_fit.fit.params,
         cov=cell_fit.intervals.cov,
         privacy=privacy,
         se_note=cell_fit.intervals.note,
-        failed=cell_fit.fit.failed,
+        failed=failed,
         reason=cell_fit.fit.reason,
         noisy_stats=dict(cell_fit.fit.stats),
         hyperparameters=cell_fit.hyperparameters,
         replicates=cell_fit.intervals.replicates,
-        bias=None if cell_fit.fit.failed else BINNING_BIAS,
+        bias=None if failed else BINNING_BIAS if cell_fit.bias_bound is None else BOUNDED_BINNING_BIAS,
+        bias_bound=None if failed else cell_fit.bias_bound,
     )

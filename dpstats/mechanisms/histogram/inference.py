@@ -68,7 +68,10 @@ QuantReg's estimate in 0.47 of 100 seeds (benchmarks/bench_real_coverage.py,
 ``auto`` on engel's median). By default the fits are at the cells' noisy
 means instead (dpstats/mechanisms/histogram/cell_means.py), which removes the
 bias of the centres; what is left is the spread of the rows inside a cell,
-which vanishes as the bins refine with eps.
+which vanishes as the bins refine with eps. A least-squares fit carries a
+bound on it, which the results' intervals hold (Armstrong & Kolesár 2020;
+dpstats/mechanisms/histogram/binning_bias.py); a quantile fit names it
+without one.
 
 **Noisy points.** At the cells' noisy means the points move with the noise
 and the sample too. Each cell's mean offset along an axis moves by a normal

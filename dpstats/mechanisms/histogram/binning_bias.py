@@ -1,0 +1,331 @@
+"""A bound on the binning bias of least squares on a perturbed histogram (issue 45): post-processing only.
+
+Lei (2011) fits at the cells of the released histogram, so the estimate is
+least squares on binned data; its Theorem 3 bounds the bias by the bins'
+width. The results layer widens each interval by a per-coefficient bound
+``B_j`` on that bias and calls the fit "biased" where a bound exceeds its
+standard error (Armstrong & Kolesár 2020; dpstats/uncertainty/bias.py). This
+module computes ``B_j`` from the release alone: the cells' boxes and public
+``encode`` map (their quadratics, dpstats/mechanisms/histogram/cell_models.py),
+the fit's points and weights, its estimate and covariance
+(dpstats/mechanisms/histogram/inference.py), and the declared ranges.
+
+**The bias.** Let cell r hold ``n_r`` rows and the fit put it at the point
+``p_r`` with weight ``W_r`` (the noisy count; its noise and that of the
+points are the bootstrap's, inference.py), ``A = sum_r W_r z(p_r) z(p_r)' -
+C`` the fit's cross-product matrix (``C`` Sheppard's correction, 0 by
+default), ``beta`` least squares on the rows, ``u = y - z'beta`` and
+``zeta_j = e_j' A^{-1} z`` the design seen through the fit's bread. The
+rows' normal equations ``sum_i z_i u_i = 0`` against the fit's give, with
+no approximation::
+
+    beta^_j - beta_j = -sum_r n_r [zeta-bar_jr eta_r + u(p_r) a_jr + Cov_r(zeta_j, u)] + e_j' A^{-1} C beta
+
+where over the rows of cell r ``zeta-bar_jr`` is the mean of ``zeta_j``,
+``a_jr = zeta-bar_jr - zeta_j(p_r)`` and ``eta_r = u-bar_r - u(p_r)`` are
+the gaps between a mean and the value at the point, and ``Cov_r`` is the
+rows' covariance. At the cells' noisy means (the default,
+dpstats/mechanisms/histogram/cell_means.py) the gaps of terms linear in the
+binned variables vanish, and what is left is the within-cell covariance of
+the design with the residual (a cell bins y too, which is what makes it non-zero)
+and, for curved terms (``I(x**2)``, interactions), the gaps ``1/2 tr(H Sigma_r)``.
+At the centres (``moment_share=0``, ``noisy_histogram``) a cell's mean can be
+anywhere in it, and the gaps are of the order of the bins' width, as in Lei's
+Theorem 3.
+
+**The class** over which the bound holds, in the spirit of Armstrong &
+Kolesár's smoothness classes (a bound over arbitrary data within a cell,
+rows piled on its corners, was measured at 3 to 20 times the realized bias,
+which labels every fit "biased"):
+
+1. *Coefficients.* Every linear function ``g'beta`` the bound needs (the
+   fitted function's change across a cell, its value at a point) lies within
+   ``SE_MULTIPLE`` standard errors of ``g'beta^`` under the release's
+   covariance, and within what the package's class allows: unit-scale slopes
+   of at most ``EFFECT_BOUND`` (dpstats/uncertainty/bias.py), that is
+   ``|beta_k| <= EFFECT_BOUND range(y) / range(z_k)`` over the declared
+   ranges. Without a covariance (a failed interval) the class alone.
+2. *Spread.* Along each binned axis a cell's rows have a variance of at most
+   ``VARIANCE`` in the normalised position ``tau`` in [-1, 1]: 1/3, a uniform
+   spread over the bin (Sheppard's ``h^2 / 12``; the largest variance of a
+   density monotone across the bin). Popoviciu's 1 holds for any rows but
+   trebles the bound. Pooled over the cells of the real regressions of
+   benchmarks/real_regressions.py the variance was 0.04 to 0.34.
+3. *Dependence.* Within a cell the positions along two axes have a
+   correlation of at most ``CORRELATION`` in absolute value (measured on
+   those regressions: at most 0.40 between regressors, HousePrices' bedrooms
+   and stories in 2 bins; it vanishes as bins refine under a smooth density).
+4. *Response.* Within a cell the response's conditional mean given the
+   regressors follows the fitted function at a rate between 0 and 1:
+   ``Cov_r(zeta, u) = -d_r Cov_r(zeta, f)``, ``f = z'beta``, ``d_r`` in
+   [0, 1]. It holds where the model is right and its error, independent of
+   the regressors with a log-concave density, is truncated to the cell's
+   response bin: a window moved by ``s`` moves the truncated mean by
+   between 0 and ``s`` (its translates are ordered by likelihood ratio;
+   Bagnoli & Bergstrom 2005). ``d_r = 1`` where the bin is narrow next to
+   the error (the response is constant in the cell: the regressors' spread
+   attenuates as Sheppard's does), ``d_r = 0`` where it is wide (engel's
+   coarse cells). A response of several binned variables, or one that a
+   regressor uses too, is bounded by Cauchy-Schwarz with its own spread
+   instead.
+
+Each cell's share is then bounded over the class separately (no cancellation
+across cells): the covariances from the quadratics' gradients with variances
+in ``[0, VARIANCE]`` and cross-covariances within ``CORRELATION``
+(Cauchy-Schwarz, with Popoviciu's bounds, for the quadratic parts), the gaps
+from the curvatures; the bound is the larger end of the interval the sum
+lies in. In the limit without noise (eps = 1e9 at the layouts the default
+gives at eps 0.5 to 5) it was 1.1 to 700 times the realized bias against OLS
+on engel, CPS1985, CPS1988, HousePrices, SwissLabor and the simulated
+designs of dpstats/uncertainty/coverage.py, and never below it
+(tests/test_histogram_bias_bound.py checks engel and a coarse response).
+
+**Quantile and binary fits carry no bound** (``Release.bias_bound`` None: the
+bias is named, and the fit says "biased"). A quantile fit's estimating
+equation spreads each cell's rows uniformly over its response bin
+(dpstats/mechanisms/histogram/weighted_fits.py); its binning error is the
+gap between the rows' distribution of the response inside the cells the
+fitted quantile crosses and that uniform spread, divided by the density at
+the quantile. It is first order in the bins' width: the release holds a
+cell's mean, not the shape of its rows, and a class of shapes that made the
+bound small next to the standard errors would be the uniform spread the fit
+already assumes. For a logit or probit with a 0/1 response the response is
+constant within a cell, and the identity above holds with ``u = y - F(z'b)``
+and the Fisher information as the bread: a bound of the same kind exists
+(second order, ``|F'| <= 1/4`` for the logit), and is not built yet; a
+fractional response would need class 4 for a probability model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ...uncertainty.bias import EFFECT_BOUND
+from .cell_means import Encode
+from .cell_models import CellModels, cell_models
+from .layout import HistogramLayout
+
+SE_MULTIPLE = 3.0
+"""The coefficient set of the class: this many standard errors around the estimate (module docstring, 1)."""
+VARIANCE = 1.0 / 3.0
+"""The largest within-cell variance of a normalised position (module docstring, 2)."""
+CORRELATION = 0.5
+"""The largest within-cell correlation of two axes' positions (module docstring, 3)."""
+
+Interval = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class CoefficientSet:
+    """The coefficients of the class (module docstring, 1): the estimate, its covariance (NaN or infinite where
+    none was released) and every column's largest absolute coefficient (infinite where the class says nothing)."""
+
+    params: np.ndarray
+    cov: np.ndarray
+    limits: np.ndarray
+
+    def interval(self, rows: np.ndarray) -> Interval:
+        """Where ``rows @ beta`` lies (``rows``: ... x p), elementwise."""
+        centre = rows @ self.params
+        with np.errstate(invalid="ignore"):
+            spread = np.sqrt(np.maximum(np.einsum("...i,ij,...j->...", rows, self.cov, rows), 0.0))
+        spread = np.where(np.isfinite(spread), spread, np.inf)
+        finite = np.isfinite(self.limits)
+        reach = np.abs(rows) @ np.where(finite, self.limits, 0.0)
+        reach = np.where(np.abs(rows) @ (~finite).astype(float) > 0, np.inf, reach)
+        lo = np.maximum(centre - SE_MULTIPLE * spread, -reach)
+        hi = np.minimum(centre + SE_MULTIPLE * spread, reach)
+        empty = lo > hi  # the estimate is outside the class: the class alone
+        return np.where(empty, -reach, lo), np.where(empty, reach, hi)
+
+
+def class_limits(column_ranges: np.ndarray, response_range: float) -> np.ndarray:
+    """Every design column's largest absolute coefficient under the class: ``EFFECT_BOUND range(y) / range(z_k)``
+    (infinite for a column of zero range, the intercept)."""
+    ranges = np.asarray(column_ranges, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(ranges > 0, EFFECT_BOUND * response_range / np.where(ranges > 0, ranges, 1.0), np.inf)
+
+
+def fit_bias_bound(
+    layout: HistogramLayout,
+    names: Sequence[str],
+    encode: Encode,
+    cells: pd.DataFrame,
+    points: np.ndarray,
+    weights: np.ndarray,
+    coefficients: CoefficientSet,
+    mean_axes: Sequence[str],
+    correction: np.ndarray | None = None,
+) -> np.ndarray:
+    """``B_j`` of a least-squares fit on the cells of ``names`` (centres and levels in ``cells``) at ``points``
+    (the response and design row per cell) with ``weights``, its points at the noisy means along ``mean_axes``
+    (module docstring). The binned axes are the numeric ones of positive width; a level's or a whole number's
+    rows sit at the cell's value, a bound's cell is a point."""
+    axes = [a.name for a in layout.axes if a.name in names and not a.categorical and not a.integer]
+    kept = weights > 0
+    half = {a: 0.5 * layout.cell_widths(names, a)[kept] for a in axes}
+    models = cell_models(encode, cells[kept].reset_index(drop=True), axes, half)
+    X = points[:, 1:]
+    bread = X.T @ (weights[:, None] * X) - (0.0 if correction is None else correction)
+    means = np.array([a in mean_axes for a in axes], dtype=bool)
+    return least_squares_bound(
+        models, points[kept], weights[kept], np.linalg.inv(bread), coefficients, means, correction
+    )
+
+
+def least_squares_bound(
+    models: CellModels,
+    points: np.ndarray,
+    weights: np.ndarray,
+    bread_inverse: np.ndarray,
+    coefficients: CoefficientSet,
+    means: np.ndarray,
+    correction: np.ndarray | None = None,
+) -> np.ndarray:
+    """``B_j`` for every coefficient (module docstring): infinite where the cells' quadratics are not finite.
+
+    ``models`` and ``points`` (cells x (1 + p): the response and design row at each fit point) are those of
+    the cells with positive weight, ``weights`` their weights; ``bread_inverse`` is ``A^{-1}``; ``means``
+    says, per axis of ``models``, whether the points sit at the cells' noisy means along it (else at the
+    centres); ``correction`` is Sheppard's ``C`` (p x p) or None.
+    """
+    p = bread_inverse.shape[0]
+    if not models.finite:
+        return np.full(p, np.inf)
+    cells = _CellTerms.of(models, points, coefficients, means)
+    bound = np.empty(p)
+    for j in range(p):
+        lo, hi = cells.share(bread_inverse[j])
+        lo, hi = -(weights @ hi), -(weights @ lo)
+        if correction is not None:
+            c_lo, c_hi = coefficients.interval(correction @ bread_inverse[j])
+            lo, hi = lo + c_lo, hi + c_hi
+        bound[j] = max(abs(lo), abs(hi))
+    return bound
+
+
+@dataclass(frozen=True)
+class _CellTerms:
+    """What every coefficient's bound shares: the fitted function's and the response's terms per cell."""
+
+    models: CellModels
+    points: np.ndarray
+    means: np.ndarray
+    f_gradient: Interval
+    f_value: Interval
+    eta: Interval
+    f_sd: np.ndarray
+    f_quadratic_sd: np.ndarray
+    y_sd: np.ndarray | None
+
+    @classmethod
+    def of(cls, models: CellModels, points: np.ndarray, coefficients: CoefficientSet, means: np.ndarray):
+        """The terms of the fitted function ``f = z'beta`` over the coefficient set, and of the response."""
+        gradient = coefficients.interval(models.gradient[..., 1:])
+        curvature = coefficients.interval(models.curvature[..., 1:])
+        mixed = coefficients.interval(models.mixed[..., 1:])
+        f_gap = _gap(curvature, mixed, models, means, gradient)
+        y_gradient, y_curvature, y_mixed = (c[..., 0] for c in (models.gradient, models.curvature, models.mixed))
+        y_gap = _gap(_point(y_curvature), _point(y_mixed), models, means, _point(y_gradient))
+        y_sd = _linear_sd(np.abs(y_gradient)) + _quadratic_sd(np.abs(y_curvature), np.abs(y_mixed))
+        return cls(
+            models=models,
+            points=points,
+            means=means,
+            f_gradient=gradient,
+            f_value=coefficients.interval(points[:, 1:]),
+            eta=(y_gap[0] - f_gap[1], y_gap[1] - f_gap[0]),
+            f_sd=_linear_sd(_absmax(gradient)),
+            f_quadratic_sd=_quadratic_sd(_absmax(curvature), _absmax(mixed)),
+            y_sd=None if _response_follows(models) else y_sd,
+        )
+
+    def share(self, row: np.ndarray) -> Interval:
+        """Where each cell's ``zeta-bar eta + u(p) a + Cov(zeta, u)`` lies for ``zeta = row' z``."""
+        models = self.models
+        gradient, curvature, mixed = (c[..., 1:] @ row for c in (models.gradient, models.curvature, models.mixed))
+        value = self.points[:, 1:] @ row
+        gap = _gap(_point(curvature), _point(mixed), models, self.means, _point(gradient))
+        linear_sd, quadratic_sd = _linear_sd(np.abs(gradient)), _quadratic_sd(np.abs(curvature), np.abs(mixed))
+        lo, hi = _linear_covariance(gradient, self.f_gradient)
+        slack = quadratic_sd * self.f_sd + linear_sd * self.f_quadratic_sd + quadratic_sd * self.f_quadratic_sd
+        lo, hi = lo - slack, hi + slack  # Cov(zeta, f)
+        if self.y_sd is None:  # class 4: -d Cov(zeta, f), d in [0, 1]
+            covariance = (-np.maximum(hi, 0.0), -np.minimum(lo, 0.0))
+        else:
+            spread = (linear_sd + quadratic_sd) * self.y_sd
+            covariance = (-hi - spread, -lo + spread)
+        residual = (self.points[:, 0] - self.f_value[1], self.points[:, 0] - self.f_value[0])
+        first = _product((value + gap[0], value + gap[1]), self.eta)
+        second = _product(residual, gap)
+        return first[0] + second[0] + covariance[0], first[1] + second[1] + covariance[1]
+
+
+def _point(values: np.ndarray) -> Interval:
+    """A known value as an interval."""
+    return values, values
+
+
+def _absmax(interval: Interval) -> np.ndarray:
+    return np.maximum(np.abs(interval[0]), np.abs(interval[1]))
+
+
+def _product(a: Interval, b: Interval) -> Interval:
+    """The interval of products of elements of two intervals, elementwise."""
+    corners = np.stack([a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]])
+    return corners.min(axis=0), corners.max(axis=0)
+
+
+def _linear_sd(gradient: np.ndarray) -> np.ndarray:
+    """The largest sd of ``sum_a G_a tau_a`` (``gradient``: cells x axes, absolute values) over the class."""
+    square, total = (gradient**2).sum(axis=-1), gradient.sum(axis=-1) ** 2
+    return np.sqrt(VARIANCE * (square + CORRELATION * (total - square)))
+
+
+def _quadratic_sd(curvature: np.ndarray, mixed: np.ndarray) -> np.ndarray:
+    """The largest sd of the quadratic part (absolute coefficients) by Popoviciu: ``tau^2`` in [0, 1], ``tau_a
+    tau_b`` in [-1, 1]."""
+    return 0.25 * curvature.sum(axis=-1) + mixed.sum(axis=-1)
+
+
+def _linear_covariance(gradient: np.ndarray, f_gradient: Interval) -> Interval:
+    """Where ``Cov(sum_a g_a tau_a, sum_a f_a tau_a)`` lies over the class: variances in [0, VARIANCE],
+    cross-covariances within CORRELATION VARIANCE."""
+    own = _product((gradient, gradient), f_gradient)
+    f_size = _absmax(f_gradient)
+    cross = np.abs(gradient).sum(axis=-1) * f_size.sum(axis=-1) - (np.abs(gradient) * f_size).sum(axis=-1)
+    lo = VARIANCE * np.minimum(own[0], 0.0).sum(axis=-1) - CORRELATION * VARIANCE * cross
+    hi = VARIANCE * np.maximum(own[1], 0.0).sum(axis=-1) + CORRELATION * VARIANCE * cross
+    return lo, hi
+
+
+def _gap(curvature: Interval, mixed: Interval, models: CellModels, means: np.ndarray, gradient: Interval) -> Interval:
+    """Where a function's mean over a cell's rows less its value at the point lies: ``1/2 sum_a K_aa Var_a +
+    sum_ab K_ab Cov_ab`` over the class, plus, along axes without means, the function's reach across the cell."""
+    variance = 0.5 * VARIANCE
+    mixed_size = _absmax(mixed)
+    lo = variance * np.minimum(curvature[0], 0.0).sum(axis=-1) - CORRELATION * VARIANCE * mixed_size.sum(axis=-1)
+    hi = variance * np.maximum(curvature[1], 0.0).sum(axis=-1) + CORRELATION * VARIANCE * mixed_size.sum(axis=-1)
+    free = ~np.asarray(means, dtype=bool)
+    if free.any():  # at the centre: the mean can be anywhere in the cell (Lei 2011, Theorem 3)
+        touching = np.array([free[a] or free[b] for a, b in models.pairs], dtype=bool)
+        reach = (_absmax(gradient)[:, free] + 0.5 * _absmax(curvature)[:, free]).sum(axis=-1)
+        reach = reach + mixed_size[:, touching].sum(axis=-1) if touching.size else reach
+        lo, hi = lo - reach, hi + reach
+    return lo, hi
+
+
+def _response_follows(models: CellModels) -> bool:
+    """Whether class 4 applies: the response varies along at most one axis, which no design column uses."""
+    moves = np.any(models.gradient[..., 0] != 0, axis=0) | np.any(models.curvature[..., 0] != 0, axis=0)
+    for (a, b), plane in zip(models.pairs, np.any(models.mixed[..., 0] != 0, axis=0), strict=True):
+        moves[[a, b]] |= plane
+    if moves.sum() > 1:
+        return False
+    used = np.any(models.gradient[..., 1:] != 0, axis=(0, 2)) | np.any(models.curvature[..., 1:] != 0, axis=(0, 2))
+    return not np.any(moves & used)
