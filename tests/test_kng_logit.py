@@ -210,7 +210,7 @@ def test_fair_limit_is_statsmodels(fair: tuple[np.ndarray, np.ndarray], link: st
     release = kng.fit(design, PrivacyRequest(1e9), make_rng(0), link=link)
     reference = model(y, X).fit(disp=0)
     assert np.all(np.abs(release.params - reference.params) <= 0.02 * np.abs(reference.params))
-    assert release.bias_source is None and not release.privacy.proven
+    assert release.bias is None and not release.privacy.proven
     se = np.sqrt(np.diag(release.cov))
     assert np.allclose(se, reference.bse, rtol=0.15)  # 1000 bootstrap draws: about 2% sd, far inside 15%
 

@@ -196,7 +196,7 @@ def test_limit_matches_statsmodels_on_fair(link, model):
     release = fit(design, PrivacyRequest(eps=1e9), make_rng(0), link=link)
     assert np.allclose(release.params, reference.params.to_numpy(), rtol=0.02, atol=0)
     assert np.allclose(np.sqrt(np.diag(release.cov)), reference.bse.to_numpy(), rtol=0.05)
-    assert release.bias_source is None
+    assert release.bias is None
 
 
 def test_coverage_of_simulated_logits():
