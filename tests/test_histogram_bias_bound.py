@@ -27,6 +27,7 @@ from conftest import ENGEL_BOUNDS
 import dpstats
 from dpstats.frontend.formula import build_design
 from dpstats.mechanisms.histogram import mechanism
+from dpstats.mechanisms.histogram.binning_bias import EffectClass
 from dpstats.mechanisms.histogram.cell_fits import BINNING_BIAS, BOUNDED_BINNING_BIAS, fit_on_cells
 from dpstats.privacy.noise import make_rng
 from dpstats.uncertainty.coverage import DESIGNS
@@ -60,7 +61,7 @@ def test_the_bound_is_recomputed_from_the_release_alone(engel: pd.DataFrame) -> 
             design.y_name,
             None,
             None,
-            limits=mechanism._limits(design),
+            effects=EffectClass.of_design(design),
         )
         for _ in range(2)
     ]

@@ -24,6 +24,7 @@ from ..frontend.cells import check_missing
 from ..frontend.formula import admitted_variables, build_design, prepare_frame
 from ..frontend.metadata import check_bounds, check_levels
 from ..mechanisms.histogram import SPEC
+from ..mechanisms.histogram.binning_bias import EffectClass
 from ..mechanisms.histogram.cell_fits import CellFit, as_release, check_response, fit_on_cells
 from ..mechanisms.histogram.layout import Threshold, build_layout, check_bound_cells, check_threshold
 from ..mechanisms.histogram.release import COUNT_COLUMN, WEIGHT_COLUMN, HistogramRelease, release_histogram
@@ -77,9 +78,11 @@ class NoisyHistogram(HistogramRelease):
         levels = {k: v for k, v in self.layout.declared_levels().items() if k in names}
         design, spec = build_design(formula, cells, {}, levels, need_bounds=False)
         encode = design.variables.encode
+        bounds = {k: v for k, v in self.layout.declared_bounds().items() if k in names}
         cell_fit = fit_on_cells(
-            self, estimator, names, lhs, encode, design.term_names, design.y_name, q, threshold, response, sheppard
-        )
+            self, estimator, names, lhs, encode, design.term_names, design.y_name, q, threshold, response, sheppard,
+            effects=_effect_class(formula, cells, bounds, levels),
+        )  # fmt: skip
         result = DPRegressionResults.from_release(
             as_release(cell_fit, self.privacy),
             estimator=estimator,
@@ -89,7 +92,7 @@ class NoisyHistogram(HistogramRelease):
             method_title=SPEC.title,
             citation=SPEC.citation,
             nobs=self.n,
-            declared_bounds={k: v for k, v in self.layout.declared_bounds().items() if k in names},
+            declared_bounds=bounds,
         )
         return cell_fit, result
 
@@ -103,6 +106,17 @@ class NoisyHistogram(HistogramRelease):
         sheppard: bool | Sequence[str] = False,
     ) -> DPRegressionResults:
         return self.fit_formula(estimator, formula, q, threshold, response, sheppard)[1]
+
+
+def _effect_class(formula: str, cells: pd.DataFrame, bounds: dict, levels: dict) -> EffectClass | None:
+    """The binning bias bound's class of coefficients from the columns' declared bounds
+    (dpstats/mechanisms/histogram/binning_bias.py); None where a term has no range on the box (a log of a column
+    whose bounds reach 0: the fit itself needs none)."""
+    try:
+        design, _ = build_design(formula, cells, bounds, levels)
+    except ValueError:
+        return None
+    return EffectClass.of_design(design)
 
 
 def noisy_histogram(

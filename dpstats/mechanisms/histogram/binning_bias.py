@@ -99,11 +99,12 @@ fractional response would need class 4 for a probability model.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from ...design.matrix import Design
 from ...uncertainty.bias import EFFECT_BOUND
 from .cell_means import Encode
 from .cell_models import CellModels, cell_models
@@ -115,40 +116,89 @@ VARIANCE = 1.0 / 3.0
 """The largest within-cell variance of a normalised position (module docstring, 2)."""
 CORRELATION = 0.5
 """The largest within-cell correlation of two axes' positions (module docstring, 3)."""
+FIXED_POINT_ROUNDS = 30
+"""The most rounds of the bound's fixed point before it falls back to the class alone (least_squares_bound)."""
+FIXED_POINT_TOLERANCE = 1e-3
+"""A round that moves no bound by more than this share of it ends the fixed point."""
 
 Interval = tuple[np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
+class EffectClass:
+    """The package's class of coefficients in a design's units (module docstring, 1): every column's largest
+    absolute coefficient (infinite where the class says nothing: the intercept, or ranges not declared) and the
+    largest residual ``|y - z'beta|`` at a point of the box."""
+
+    limits: np.ndarray
+    residual: float
+
+    @classmethod
+    def of(cls, column_ranges: np.ndarray, response_range: float, intercept: bool) -> EffectClass:
+        """From the design columns' and the response's declared ranges: ``|beta_k| <= EFFECT_BOUND range(y) /
+        range(z_k)``; with an intercept least squares passes through the rows' means, so a residual is at most
+        ``range(y) (1 + EFFECT_BOUND q)`` for q columns with a range."""
+        ranges = np.asarray(column_ranges, dtype=float)
+        sloped = ranges > 0
+        with np.errstate(divide="ignore"):
+            limits = np.where(sloped, EFFECT_BOUND * response_range / np.where(sloped, ranges, 1.0), np.inf)
+        residual = response_range * (1.0 + EFFECT_BOUND * int(sloped.sum())) if intercept else np.inf
+        return cls(limits, float(residual))
+
+    @classmethod
+    def of_design(cls, design: Design) -> EffectClass | None:
+        """From a design's declared (derived) ranges; None where it has none."""
+        if design.x_bounds is None or design.y_bounds is None:
+            return None
+        x_bounds = np.asarray(design.x_bounds, dtype=float)
+        response = float(design.y_bounds[1] - design.y_bounds[0])
+        return cls.of(x_bounds[:, 1] - x_bounds[:, 0], response, design.intercept_index is not None)
+
+    @classmethod
+    def unknown(cls, p: int) -> EffectClass:
+        """No declared ranges: the class says nothing (the set is the estimate's standard errors alone)."""
+        return cls(np.full(p, np.inf), np.inf)
+
+
+@dataclass(frozen=True)
 class CoefficientSet:
     """The coefficients of the class (module docstring, 1): the estimate, its covariance (NaN or infinite where
-    none was released) and every column's largest absolute coefficient (infinite where the class says nothing)."""
+    none was released), the class, and the estimate's bias allowed for: ``A^{-1} s`` with every entry of the
+    normal equations' discrepancy ``s`` at most ``score_bias`` in absolute value (found as a fixed point,
+    :func:`least_squares_bound`; infinite for the class alone), ``bread_inverse`` the fit's ``A^{-1}``."""
 
     params: np.ndarray
     cov: np.ndarray
-    limits: np.ndarray
+    effects: EffectClass
+    bread_inverse: np.ndarray | None = None
+    score_bias: np.ndarray | None = None
 
     def interval(self, rows: np.ndarray) -> Interval:
-        """Where ``rows @ beta`` lies (``rows``: ... x p), elementwise."""
+        """Where ``rows @ beta`` lies (``rows``: ... x p), elementwise: within ``SE_MULTIPLE`` standard errors and
+        the bias of ``rows @ beta^``, and within the class."""
         centre = rows @ self.params
         with np.errstate(invalid="ignore"):
             spread = np.sqrt(np.maximum(np.einsum("...i,ij,...j->...", rows, self.cov, rows), 0.0))
-        spread = np.where(np.isfinite(spread), spread, np.inf)
-        finite = np.isfinite(self.limits)
-        reach = np.abs(rows) @ np.where(finite, self.limits, 0.0)
-        reach = np.where(np.abs(rows) @ (~finite).astype(float) > 0, np.inf, reach)
-        lo = np.maximum(centre - SE_MULTIPLE * spread, -reach)
-        hi = np.minimum(centre + SE_MULTIPLE * spread, reach)
+        spread = SE_MULTIPLE * np.where(np.isfinite(spread), spread, np.inf)
+        if self.score_bias is not None:
+            spread = spread + _reach(rows @ self.bread_inverse, self.score_bias)
+        reach = _reach(rows, self.effects.limits)
+        lo, hi = np.maximum(centre - spread, -reach), np.minimum(centre + spread, reach)
         empty = lo > hi  # the estimate is outside the class: the class alone
         return np.where(empty, -reach, lo), np.where(empty, reach, hi)
 
+    def residual(self, points: np.ndarray) -> Interval:
+        """Where ``u(p) = y(p) - z(p)'beta`` lies at each point (``points``: cells x (1 + p))."""
+        lo, hi = self.interval(points[:, 1:])
+        cap = self.effects.residual
+        return np.maximum(points[:, 0] - hi, -cap), np.minimum(points[:, 0] - lo, cap)
 
-def class_limits(column_ranges: np.ndarray, response_range: float) -> np.ndarray:
-    """Every design column's largest absolute coefficient under the class: ``EFFECT_BOUND range(y) / range(z_k)``
-    (infinite for a column of zero range, the intercept)."""
-    ranges = np.asarray(column_ranges, dtype=float)
-    with np.errstate(divide="ignore"):
-        return np.where(ranges > 0, EFFECT_BOUND * response_range / np.where(ranges > 0, ranges, 1.0), np.inf)
+
+def _reach(rows: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``|rows| @ sizes`` for sizes that may be infinite (an infinite size times a zero entry counts 0)."""
+    finite = np.isfinite(sizes)
+    reach = np.abs(rows) @ np.where(finite, sizes, 0.0)
+    return np.where(np.abs(rows) @ (~finite).astype(float) > 0, np.inf, reach)
 
 
 def fit_bias_bound(
@@ -192,21 +242,48 @@ def least_squares_bound(
     ``models`` and ``points`` (cells x (1 + p): the response and design row at each fit point) are those of
     the cells with positive weight, ``weights`` their weights; ``bread_inverse`` is ``A^{-1}``; ``means``
     says, per axis of ``models``, whether the points sit at the cells' noisy means along it (else at the
-    centres); ``correction`` is Sheppard's ``C`` (p x p) or None.
+    centres); ``correction`` is Sheppard's ``C`` (p x p) or None. The coefficient set allows for the bias it
+    bounds: the bound is the smallest fixed point of ``B = F(B)``, ``F`` the bound over the set widened by
+    ``B`` (module docstring, 1), reached from ``B = 0`` by ``FIXED_POINT_ROUNDS`` at most; beyond them, the
+    bound over the class alone.
     """
     p = bread_inverse.shape[0]
     if not models.finite:
         return np.full(p, np.inf)
+    discrepancy = np.zeros(p)
+    for _ in range(FIXED_POINT_ROUNDS):
+        allowed = replace(coefficients, bread_inverse=bread_inverse, score_bias=discrepancy)
+        step = _bound(models, points, weights, np.eye(p), allowed, means, correction)
+        if np.all(step <= discrepancy * (1.0 + FIXED_POINT_TOLERANCE)):
+            break
+        discrepancy = step
+    else:  # no fixed point within the rounds: the class alone
+        allowed = replace(coefficients, bread_inverse=bread_inverse, score_bias=np.full(p, np.inf))
+    return _bound(models, points, weights, bread_inverse, allowed, means, correction)
+
+
+def _bound(
+    models: CellModels,
+    points: np.ndarray,
+    weights: np.ndarray,
+    rows: np.ndarray,
+    coefficients: CoefficientSet,
+    means: np.ndarray,
+    correction: np.ndarray | None,
+) -> np.ndarray:
+    """The bound on ``|r' A (beta^ - beta)|`` for every row r of ``rows``, the bias of ``r' A beta^``, over the
+    coefficient set: the discrepancy of the normal equations for the rows of the identity, the coefficients'
+    bias for those of ``A^{-1}`` (module docstring)."""
     cells = _CellTerms.of(models, points, coefficients, means)
-    bound = np.empty(p)
-    for j in range(p):
-        lo, hi = cells.share(bread_inverse[j])
+    bound = np.empty(rows.shape[0])
+    for j, row in enumerate(rows):
+        lo, hi = cells.share(row)
         lo, hi = -(weights @ hi), -(weights @ lo)
         if correction is not None:
-            c_lo, c_hi = coefficients.interval(correction @ bread_inverse[j])
+            c_lo, c_hi = coefficients.interval(correction @ row)
             lo, hi = lo + c_lo, hi + c_hi
         bound[j] = max(abs(lo), abs(hi))
-    return bound
+    return np.where(np.isnan(bound), np.inf, bound)
 
 
 @dataclass(frozen=True)
@@ -217,7 +294,7 @@ class _CellTerms:
     points: np.ndarray
     means: np.ndarray
     f_gradient: Interval
-    f_value: Interval
+    residual: Interval
     eta: Interval
     f_sd: np.ndarray
     f_quadratic_sd: np.ndarray
@@ -238,7 +315,7 @@ class _CellTerms:
             points=points,
             means=means,
             f_gradient=gradient,
-            f_value=coefficients.interval(points[:, 1:]),
+            residual=coefficients.residual(points),
             eta=(y_gap[0] - f_gap[1], y_gap[1] - f_gap[0]),
             f_sd=_linear_sd(_absmax(gradient)),
             f_quadratic_sd=_quadratic_sd(_absmax(curvature), _absmax(mixed)),
@@ -253,16 +330,15 @@ class _CellTerms:
         gap = _gap(_point(curvature), _point(mixed), models, self.means, _point(gradient))
         linear_sd, quadratic_sd = _linear_sd(np.abs(gradient)), _quadratic_sd(np.abs(curvature), np.abs(mixed))
         lo, hi = _linear_covariance(gradient, self.f_gradient)
-        slack = quadratic_sd * self.f_sd + linear_sd * self.f_quadratic_sd + quadratic_sd * self.f_quadratic_sd
+        slack = _times(quadratic_sd, self.f_sd) + _times(linear_sd + quadratic_sd, self.f_quadratic_sd)
         lo, hi = lo - slack, hi + slack  # Cov(zeta, f)
         if self.y_sd is None:  # class 4: -d Cov(zeta, f), d in [0, 1]
             covariance = (-np.maximum(hi, 0.0), -np.minimum(lo, 0.0))
         else:
             spread = (linear_sd + quadratic_sd) * self.y_sd
             covariance = (-hi - spread, -lo + spread)
-        residual = (self.points[:, 0] - self.f_value[1], self.points[:, 0] - self.f_value[0])
         first = _product((value + gap[0], value + gap[1]), self.eta)
-        second = _product(residual, gap)
+        second = _product(self.residual, gap)
         return first[0] + second[0] + covariance[0], first[1] + second[1] + covariance[1]
 
 
@@ -275,16 +351,24 @@ def _absmax(interval: Interval) -> np.ndarray:
     return np.maximum(np.abs(interval[0]), np.abs(interval[1]))
 
 
+def _times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a b`` elementwise, 0 where either is 0 (an absent term times an unbounded one)."""
+    with np.errstate(invalid="ignore"):
+        return np.where((a == 0) | (b == 0), 0.0, a * b)
+
+
 def _product(a: Interval, b: Interval) -> Interval:
     """The interval of products of elements of two intervals, elementwise."""
-    corners = np.stack([a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]])
+    corners = np.stack([_times(a[0], b[0]), _times(a[0], b[1]), _times(a[1], b[0]), _times(a[1], b[1])])
     return corners.min(axis=0), corners.max(axis=0)
 
 
 def _linear_sd(gradient: np.ndarray) -> np.ndarray:
     """The largest sd of ``sum_a G_a tau_a`` (``gradient``: cells x axes, absolute values) over the class."""
     square, total = (gradient**2).sum(axis=-1), gradient.sum(axis=-1) ** 2
-    return np.sqrt(VARIANCE * (square + CORRELATION * (total - square)))
+    with np.errstate(invalid="ignore"):
+        sd = np.sqrt(VARIANCE * (square + CORRELATION * (total - square)))
+    return np.where(np.isfinite(total), sd, np.inf)
 
 
 def _quadratic_sd(curvature: np.ndarray, mixed: np.ndarray) -> np.ndarray:
@@ -297,8 +381,9 @@ def _linear_covariance(gradient: np.ndarray, f_gradient: Interval) -> Interval:
     """Where ``Cov(sum_a g_a tau_a, sum_a f_a tau_a)`` lies over the class: variances in [0, VARIANCE],
     cross-covariances within CORRELATION VARIANCE."""
     own = _product((gradient, gradient), f_gradient)
-    f_size = _absmax(f_gradient)
-    cross = np.abs(gradient).sum(axis=-1) * f_size.sum(axis=-1) - (np.abs(gradient) * f_size).sum(axis=-1)
+    size, f_size = np.abs(gradient), _absmax(f_gradient)
+    pairs = _times(size[..., :, None], f_size[..., None, :])  # cells x axes x axes
+    cross = np.where(np.eye(size.shape[-1], dtype=bool), 0.0, pairs).sum(axis=(-2, -1))
     lo = VARIANCE * np.minimum(own[0], 0.0).sum(axis=-1) - CORRELATION * VARIANCE * cross
     hi = VARIANCE * np.maximum(own[1], 0.0).sum(axis=-1) + CORRELATION * VARIANCE * cross
     return lo, hi

@@ -42,7 +42,7 @@ from ...glm.links import LINKS, get_link
 from ...privacy.accounting import PrivacySpent
 from ..base import Release
 from .binary_inference import binary_intervals
-from .binning_bias import CoefficientSet, fit_bias_bound
+from .binning_bias import CoefficientSet, EffectClass, fit_bias_bound
 from .cell_means import CellMeans, Encode, place, response_widths, unit_steps
 from .cell_meat import CellMeat
 from .inference import (
@@ -221,7 +221,7 @@ def fit_on_cells(
     response: str = "auto",
     sheppard: bool | Sequence[str] = False,
     meat: CellMeat | None = None,
-    limits: np.ndarray | None = None,
+    effects: EffectClass | None = None,
 ) -> CellFit:
     """Fit the design ``encode`` gives on the cells of the variables ``names`` (summed over the others).
 
@@ -229,16 +229,16 @@ def fit_on_cells(
     no retained cell, so ``X'WX`` is singular) falls back to Algorithm 1'
     (module docstring); the hyperparameters say so. ``meat``: with survey weights, what releases the rows'
     design-based meat at the fit (cell_meat.py; ``names`` are then all the release's columns, in its order).
-    A failed fit has no intervals, so the meat is released at most once. ``limits``: every design column's
-    largest absolute coefficient in the class of the binning bias bound (binning_bias.py, ``class_limits``),
-    None where the columns' ranges are not known (the class is then the estimate's standard errors alone).
+    A failed fit has no intervals, so the meat is released at most once. ``effects``: the class of coefficients
+    of the binning bias bound from the declared ranges (binning_bias.py), None where they are not known (the
+    class is then the estimate's standard errors alone).
     """
     policy = hist.policy(threshold)
     continuous = [c for c in names if c not in response_names and not hist.layout.axis(c).categorical]
     corrected = check_sheppard(sheppard, continuous, estimator)
     fit_with = functools.partial(
         _fit_with, hist, estimator, names, encode, term_names, y_name, q, response=response, corrected=corrected,
-        meat=meat, limits=limits,
+        meat=meat, effects=effects,
     )  # fmt: skip
     cell_fit = fit_with(policy)
     if not cell_fit.fit.failed or policy in (FALLBACK, "none"):
@@ -263,7 +263,7 @@ def _fit_with(
     response: str,
     corrected: Sequence[str],
     meat: CellMeat | None = None,
-    limits: np.ndarray | None = None,
+    effects: EffectClass | None = None,
 ) -> CellFit:
     """:func:`fit_on_cells` with the thresholding ``policy``, and Sheppard's correction of the ``corrected`` columns;
     a least-squares fit carries its binning bias bound (binning_bias.py)."""
@@ -290,8 +290,8 @@ def _fit_with(
     intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, widths, per_cell, moves, meat)
     bound = None
     if estimator == "ols" and not fit.failed:
-        limits = np.full(X.shape[1], np.inf) if limits is None else limits
-        coefficients = CoefficientSet(fit.params, intervals.cov, limits)
+        effects = EffectClass.unknown(X.shape[1]) if effects is None else effects
+        coefficients = CoefficientSet(fit.params, intervals.cov, effects)
         mean_axes = () if means is None else means.names
         points_rows = np.column_stack([y, X])
         bound = fit_bias_bound(

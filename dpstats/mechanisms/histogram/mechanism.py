@@ -77,7 +77,7 @@ from ...privacy.accounting import check_share
 from ..base import PrivacyRequest, Release
 from ..quantiles import check_quantile
 from .binary_response import response_cells
-from .binning_bias import class_limits
+from .binning_bias import EffectClass
 from .cell_fits import CellFit, Encode, as_release, check_response, fit_on_cells
 from .cell_means import DEFAULT_SHARE, mean_axes
 from .cell_meat import MEAT_SHARE, CellMeat, with_meat
@@ -254,18 +254,9 @@ def _fit_variables(
     meat = _cell_meat(design, hist, variables.frame, eps_meat, rng)
     cell_fit = fit_on_cells(
         hist, estimator, names, variables.response, variables.encode, design.term_names, y_name, q, None, response,
-        sheppard, meat, _limits(design),
+        sheppard, meat, EffectClass.of_design(design),
     )  # fmt: skip
     return hist, cell_fit
-
-
-def _limits(design: Design) -> np.ndarray | None:
-    """The design columns' largest coefficients in the binning bias bound's class, from their declared ranges
-    (dpstats/mechanisms/histogram/binning_bias.py); None without declared ranges."""
-    if design.x_bounds is None or design.y_bounds is None:
-        return None
-    x_bounds = np.asarray(design.x_bounds, dtype=float)
-    return class_limits(x_bounds[:, 1] - x_bounds[:, 0], float(design.y_bounds[1] - design.y_bounds[0]))
 
 
 def identifying_layout(
@@ -345,6 +336,6 @@ def _fit_columns(
         None,
         response,
         meat=meat,
-        limits=_limits(design),
+        effects=EffectClass.of_design(design),
     )
     return hist, cell_fit
