@@ -49,7 +49,7 @@ from .metadata import check_bounds, check_integers, check_levels
 from .survey import SurveyDeclaration, check_psu_levels, psus
 from .weights import check_weights, weight_values
 
-_NO_NA = patsy.NAAction(NA_types=[])
+_NO_NA = patsy.NAAction(on_NA="raise", NA_types=[])  # no value is NA to patsy: nothing raises, nothing is copied
 
 
 @dataclass(frozen=True)
@@ -380,7 +380,8 @@ def _finite(values: np.ndarray, limits: np.ndarray | None, names: Sequence[str],
         raise ValueError(f"formula terms {terms} have non-finite values. {CURATOR_ONLY}")
     if limits is None:
         return np.where(bad, 0.0, values)
-    values = np.where(np.isnan(values), 0.5 * (limits[:, 0] + limits[:, 1]), values)
+    if bad.any():  # a NaN to its column's midpoint (an infinity is clipped below)
+        values = np.where(np.isnan(values), 0.5 * (limits[:, 0] + limits[:, 1]), values)
     return np.clip(values, limits[:, 0], limits[:, 1])
 
 

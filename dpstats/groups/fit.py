@@ -85,8 +85,8 @@ def fit_by_group(
     request = budget.request
     codes = group_codes(frame[declaration.by], declaration.keys)
     sizes = target_sizes(declaration, codes, budget.count_eps, count_rng)
-    kept, _ = layout(codes, sizes)
-    take = _take(kept, codes, sizes)
+    kept, pads = layout(codes, sizes)
+    take = _take(kept, codes, sizes) if pads.any() else kept  # no pad rows: the kept rows, group by group
     design, formula_spec = build_design(
         formula, _padded(frame, take), bounds, levels, need_bounds=need_bounds, missing="impute", survey=survey
     )
@@ -136,7 +136,7 @@ def _fit_with(
     rng: np.random.Generator,
     quantile: Mapping[str, float],
     n_jobs: int | None,
-) -> list[Release]:
+) -> Sequence[Release]:
     """Every group's release by one mechanism: NoisyStats' batch where it applies (public facts of the design
     decide: :func:`~dpstats.mechanisms.noisystats.grouped.vectorised`), with or without standard errors, else
     group by group."""
@@ -160,7 +160,7 @@ def _fit_choices(
     on their rows."""
     starts = np.cumsum(sizes) - sizes
 
-    def fit_kind(choice: GroupChoice, groups: np.ndarray, kind_rng: np.random.Generator) -> list[Release]:
+    def fit_kind(choice: GroupChoice, groups: np.ndarray, kind_rng: np.random.Generator) -> Sequence[Release]:
         rows = np.concatenate([np.arange(starts[g], starts[g] + sizes[g]) for g in groups])
         part = design.subset(rows)
         choice.spec.check_design(part)
@@ -176,7 +176,7 @@ def fit_choices(
     budget: GroupBudget,
     columns: int,
     rng: np.random.Generator,
-    fit_kind: Callable[[GroupChoice, np.ndarray, np.random.Generator], list[Release]],
+    fit_kind: Callable[[GroupChoice, np.ndarray, np.random.Generator], Sequence[Release]],
 ) -> list[Release]:
     """Every group's release by its own choice: ``fit_kind(choice, groups, rng)`` fits the groups of one
     choice together, each choice from a spawned generator in the order the choices first appear; a group with
@@ -240,7 +240,7 @@ def assemble(
     return DPGroupedResults(
         by=declaration.by,
         keys=declaration.keys,
-        releases=tuple(releases),
+        releases=tuple(releases) if isinstance(releases, list) else releases,  # a batch's stay lazy
         sizes=tuple(int(m) for m in sizes),
         context=context,
         privacy=budget.spent,

@@ -7,7 +7,7 @@ map needs, one line to write: ``res.tidy().to_parquet("slopes.parquet")``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..mechanisms.base import Release
+from ..mechanisms.noisystats.grouped_releases import GroupReleases
 from ..output.render import Summary
 from ..privacy.accounting import PrivacySpent
 from ..results.regression import DPRegressionResults
@@ -35,7 +36,7 @@ class DPGroupedResults:
 
     by: str
     keys: tuple
-    releases: tuple[Release, ...] = field(repr=False)
+    releases: Sequence[Release] = field(repr=False)
     sizes: tuple[int, ...] = field(repr=False)
     context: Mapping[str, object] = field(repr=False)
     privacy: PrivacySpent
@@ -81,12 +82,12 @@ class DPGroupedResults:
     @property
     def params(self) -> pd.DataFrame:
         """Estimates: one row per group, one column per term (NaN where a group's mechanism failed)."""
-        return pd.DataFrame(np.stack([r.params for r in self.releases]), index=self._index(), columns=self.term_names)
+        return pd.DataFrame(_stacked(self.releases, "params"), index=self._index(), columns=self.term_names)
 
     @property
     def bse(self) -> pd.DataFrame:
         """Standard errors: one row per group, one column per term."""
-        se = np.stack([np.sqrt(np.diag(r.cov)) for r in self.releases])
+        se = np.sqrt(np.diagonal(_stacked(self.releases, "cov"), axis1=1, axis2=2))
         return pd.DataFrame(se, index=self._index(), columns=self.term_names)
 
     @property
@@ -97,7 +98,7 @@ class DPGroupedResults:
     @property
     def failed(self) -> pd.Series:
         """Whether each group's release failed (its budget was still spent)."""
-        return pd.Series([r.failed for r in self.releases], index=self._index(), name="failed")
+        return pd.Series(_stacked(self.releases, "failed"), index=self._index(), name="failed")
 
     def tidy(self, conf_level: float = 0.95) -> pd.DataFrame:
         """One row per group and term: ``<by>``, term, estimate, std.error, conf.low, conf.high."""
@@ -169,3 +170,12 @@ class DPGroupedResults:
 
     def __str__(self) -> str:
         return self.summary().as_text()
+
+
+def _stacked(releases: Sequence[Release], name: str) -> np.ndarray:
+    """Every group's ``name`` (params, cov or failed) on a leading group axis: a vectorised fit's own arrays,
+    whose releases are made only when asked for (dpstats/mechanisms/noisystats/grouped_releases.py), else the
+    releases' values stacked."""
+    if isinstance(releases, GroupReleases):
+        return getattr(releases, name)
+    return np.stack([getattr(r, name) for r in releases])

@@ -174,20 +174,26 @@ def _integer_codes(values: np.ndarray, keys: tuple) -> np.ndarray:
     if values.dtype.kind == "f":
         ok = np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0**62)
         ints = np.where(ok, values, 0).astype(np.int64)
-    else:
-        ok = values <= np.iinfo(np.int64).max if values.dtype.kind == "u" else np.ones(values.size, dtype=bool)
+    elif values.dtype.kind == "u":
+        ok = values <= np.iinfo(np.int64).max
         ints = np.where(ok, values, 0).astype(np.int64)
+    else:  # signed integers: every value is a whole number
+        ok, ints = None, values.astype(np.int64, copy=False)
     low, span = min(keys), max(keys) - min(keys) + 1  # Python integers: no overflow
-    if span <= 4 * key_array.size:  # dense keys: a lookup table
-        table = np.full(span, -1, dtype=np.int64)
+    if span <= 4 * key_array.size:  # dense keys: a lookup table, its last entry (-1) for the values outside
+        table = np.full(span + 1, -1, dtype=np.int64)
         table[key_array - low] = np.arange(key_array.size)
-        inside = ok & (ints >= low) & (ints < low + span)
-        return np.where(inside, table[np.where(inside, ints - low, 0)], -1)
+        inside = (ints >= low) & (ints < low + span)
+        if ok is not None:
+            inside &= ok
+        return table[np.where(inside, ints - low, span)]
     order = np.argsort(key_array)
     sorted_keys = key_array[order]
     at = np.clip(np.searchsorted(sorted_keys, ints), 0, sorted_keys.size - 1)
-    ok &= sorted_keys[at] == ints
-    return np.where(ok, order[at], -1).astype(np.int64)
+    found = sorted_keys[at] == ints
+    if ok is not None:
+        found &= ok
+    return np.where(found, order[at], -1).astype(np.int64)
 
 
 def _integer_code(value: object, index: Mapping) -> int:
@@ -271,9 +277,12 @@ def layout(codes: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """The rows each group keeps (the first m_g in data order; group by group) and its number of pad rows."""
     in_order = codes.size < 2 or bool(np.all(codes[1:] >= codes[:-1]))
     order = np.arange(codes.size) if in_order else np.argsort(codes, kind="stable")
-    order = order[codes[order] >= 0]
-    sorted_codes = codes[order]
+    sorted_codes = codes if in_order else codes[order]
+    first = int(np.searchsorted(sorted_codes, 0))  # rows of no group (-1) sort first
+    order, sorted_codes = order[first:], sorted_codes[first:]
     counts = np.bincount(sorted_codes, minlength=sizes.size)
+    if np.all(counts <= sizes):  # no group has rows beyond its size: every row is kept
+        return order, sizes - counts
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     rank = np.arange(order.size) - starts[sorted_codes]
     kept = order[rank < sizes[sorted_codes]]

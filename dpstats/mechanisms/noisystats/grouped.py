@@ -18,7 +18,8 @@ summed over the partitions (:func:`fit_moments`, ``se_share=0`` only: the
 meat needs a second pass over the rows), and the release from them is the
 same code. ``singular="repair"`` repairs each group's noisy S_xx at its own
 floor as ``mechanism.fit`` does (dpstats/mechanisms/noisystats/repair.py),
-and names the bias where the repair binds.
+and names the bias where the repair binds. Each group's ``Release`` is made
+from these arrays when it is first asked for (:mod:`.grouped_releases`).
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from ...design.matrix import CenteredUnitScale, Design
 from ...design.moments import GroupMoments
 from ...privacy import noise
 from ...privacy.accounting import PrivacySpent
-from ..base import PrivacyRequest, Release, failed_release
+from ..base import PrivacyRequest
 from . import grouped_bootstrap, grouped_covariance, grouped_sandwich, inference, precondition, repair
 from .grouped_noise import release_per_group
-from .mechanism import FAIL_REASON, NO_SE_NOTE, SE_NOTE, _split, centered_sensitivity
+from .grouped_releases import GroupReleases, RepairBiases, Uncertainties
+from .mechanism import NO_SE_NOTE, SE_NOTE, _split, centered_sensitivity
 from .repair_bias import RepairShrinkage, centered_bound
 
 POINT = ("ncov(x, y)", "nvar(x)", "intercept")
@@ -69,7 +71,7 @@ def fit_groups(
     rng: np.random.Generator,
     changed_groups: int = 1,
     singular: str = "fail",
-) -> list[Release]:
+) -> GroupReleases:
     """One release per group (module docstring); ``vectorised(design)`` must hold.
 
     ``changed_groups`` is how many groups one neighbour can change (1 with
@@ -115,7 +117,7 @@ def fit_moments(
     rng: np.random.Generator,
     changed_groups: int = 1,
     singular: str = "fail",
-) -> list[Release]:
+) -> GroupReleases:
     """:func:`fit_groups` from each group's unit-scale moments (``moments.n`` its public size, each >= 2), with
     ``supports(design, privacy)``.
 
@@ -186,11 +188,6 @@ def _release_points(
     return GroupPoints(spent, coef_unit, s_xx, raw, s_xy, ok, floor, scales)
 
 
-Uncertainties = tuple[np.ndarray, np.ndarray, np.ndarray]
-"""Each group's covariance (user's units, design order); the bootstrap replicates of the groups with finite
-inputs and covariance (F x B x q); and each group's row among them where its replicates are kept, else -1."""
-
-
 def _uncertainty(
     rng: np.random.Generator,
     released: grouped_sandwich.GroupSandwiches,
@@ -240,33 +237,31 @@ def _order(design: Design) -> np.ndarray:
 
 def _releases(
     design: Design, scale: CenteredUnitScale, points: GroupPoints, uncertainty: Uncertainties | None
-) -> list[Release]:
-    """Every group's Release (the point in the user's units and design order, the noisy statistics, the
-    standard errors' covariance and replicates where they were computed)."""
-    G, q = points.coef_unit.shape
+) -> GroupReleases:
+    """Every group's release (the point in the user's units and design order, the noisy statistics, the
+    standard errors' covariance and replicates where they were computed), each made when first asked for."""
     theta = points.coef_unit @ scale.jacobian().T + scale.offset()
-    params = theta[:, _order(design)]
-    note = NO_SE_NOTE if uncertainty is None else SE_NOTE_GROUPED
-    nan_cov = np.full((q, q), np.nan)
-    nvar = points.raw * np.outer(scale.x_width, scale.x_width)
-    ncov = points.s_xy * scale.x_width * scale.y_width
-    floor = points.floor
-    releases = []
-    for g in range(G):
-        stats = {"nvar(x)": nvar[g], "ncov(x, y)": ncov[g]}
-        if not points.ok[g]:
-            releases.append(failed_release(q, points.spent, FAIL_REASON, note, noisy_stats=stats))
-            continue
-        cov, replicates = nan_cov, None
-        if uncertainty is not None:
-            cov, row = uncertainty[0][g], uncertainty[2][g]
-            replicates = uncertainty[1][row] if row >= 0 else None
-        bias = None if floor is None else repair.floor_bias(points.raw[g], floor[g])
-        shrinkage = None if floor is None else RepairShrinkage.of(points.raw[g], floor[g])
-        measured = None if uncertainty is None else cov
-        bound = centered_bound(shrinkage, scale, design, points.coef_unit[g, 1:], measured)
-        releases.append(
-            Release(params=params[g], cov=cov, privacy=points.spent, se_note=note, noisy_stats=stats,
-                    replicates=replicates, interval="percentile", bias=bias, bias_bound=bound)
-        )  # fmt: skip
-    return releases
+    return GroupReleases(
+        params=np.where(points.ok[:, None], theta[:, _order(design)], np.nan),
+        ok=points.ok,
+        nvar=points.raw * np.outer(scale.x_width, scale.x_width),
+        ncov=points.s_xy * scale.x_width * scale.y_width,
+        spent=points.spent,
+        note=NO_SE_NOTE if uncertainty is None else SE_NOTE_GROUPED,
+        uncertainty=uncertainty,
+        biases=None if points.floor is None else _repair_biases(design, scale, points, uncertainty),
+    )
+
+
+def _repair_biases(
+    design: Design, scale: CenteredUnitScale, points: GroupPoints, uncertainty: Uncertainties | None
+) -> RepairBiases:
+    """Each succeeded group's repair bias and its bound (``singular="repair"``; None for a failed group)."""
+    notes, bounds = [], []
+    for g in range(points.ok.size):
+        raw, floor = points.raw[g], points.floor[g]
+        shrinkage = RepairShrinkage.of(raw, floor) if points.ok[g] else None
+        measured = None if uncertainty is None else uncertainty[0][g]
+        notes.append(repair.floor_bias(raw, floor) if points.ok[g] else None)
+        bounds.append(centered_bound(shrinkage, scale, design, points.coef_unit[g, 1:], measured))
+    return RepairBiases(tuple(notes), tuple(bounds))

@@ -68,17 +68,25 @@ def entry_widths(centre: np.ndarray, bound: np.ndarray) -> np.ndarray:
 
 
 def meats(U: np.ndarray, v: np.ndarray, sizes: np.ndarray, centre: np.ndarray, coef: np.ndarray, bound: np.ndarray):
-    """Each group's exact :func:`.inference.centred_meat` upper triangle (G x entries), rows group by group."""
+    """Each group's exact :func:`.inference.centred_meat` upper triangle (G x entries), rows group by group.
+
+    The rows are ``w = (1, u - c)``; each fitted value is summed term by term, the intercept first, and the
+    products of the intercept's column (1) are the other column's exactly, so no column of ones is built.
+    """
     p = U.shape[1]
-    W = np.column_stack([np.ones(U.shape[0]), U - np.repeat(centre, sizes, axis=0)])
-    fitted = np.einsum("ij,ij->i", W, np.repeat(coef, sizes, axis=0))
+    w = U.T - np.repeat(centre.T, sizes, axis=1)  # p x n: w[j] is the column of slope j
+    fitted = np.repeat(coef[:, 0], sizes)
+    for j in range(p):
+        fitted += w[j] * np.repeat(coef[:, j + 1], sizes)
     r2 = sandwich.clipped_residuals(v, fitted, np.repeat(bound, sizes)) ** 2
     products = np.empty(((p + 1) * (p + 2) // 2, U.shape[0]))
     for entry, (i, j) in enumerate(zip(*np.triu_indices(p + 1), strict=True)):
-        if i == 0:  # W's column 0 is 1: (1 * W_j) * r^2 = W_j r^2 exactly
-            np.multiply(W[:, j], r2, out=products[entry])
+        if j == 0:  # (1 * 1) r^2
+            products[entry] = r2
+        elif i == 0:  # (1 * w_j) r^2
+            np.multiply(w[j - 1], r2, out=products[entry])
         else:
-            np.multiply(W[:, i], W[:, j], out=products[entry])
+            np.multiply(w[i - 1], w[j - 1], out=products[entry])
             products[entry] *= r2
     return np.add.reduceat(products, np.cumsum(sizes) - sizes, axis=1).T
 
