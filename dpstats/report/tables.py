@@ -400,11 +400,13 @@ def _notes(
             f"{', '.join(weighted)}: weighted by the survey weights; design-based standard errors (linearisation "
             "over the PSUs, as survey::svyglm; rows are their own PSUs where none are declared)."
         )
+    biased: dict[str, list[str]] = {}  # columns with the same note share one
     for label, column in zip(labels, columns, strict=True):
         if column.failed:
             notes.append(f"{label}: the mechanism failed ({column.reason}); its privacy budget was still spent.")
         elif column.bias_source is not None:
-            notes.append(f"{label}: {bias_note(column)}")
+            biased.setdefault(bias_note(column), []).append(label)
+    notes += [f"{', '.join(group)}: {note}" for note, group in biased.items()]
     return notes
 
 
