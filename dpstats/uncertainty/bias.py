@@ -113,12 +113,13 @@ def dominates(bound: np.ndarray, se: np.ndarray) -> np.ndarray:
 
 def bounds_of(source: str | None, bound: np.ndarray | None, size: int) -> np.ndarray:
     """The per-coefficient bound a release carries: 0 where it names no bias, infinite where it names one that
-    nothing bounds."""
+    nothing bounds (a NaN bound too)."""
     if source is None:
         return np.zeros(size)
     if bound is None:
         return np.full(size, np.inf)
-    return np.asarray(bound, dtype=float).reshape(size)
+    bound = np.asarray(bound, dtype=float).reshape(size)
+    return np.where(np.isnan(bound), np.inf, bound)
 
 
 def status(failed: bool, bound: np.ndarray, se: np.ndarray) -> str:

@@ -78,19 +78,30 @@ class RepairShrinkage:
     def components(self, theta: np.ndarray, cov: np.ndarray | None, box: np.ndarray) -> np.ndarray:
         """Per raised direction, a bound on ``|v_i' theta|`` for the true coefficients (module docstring): the
         class's, or the release's where it is smaller (it needs a finite covariance ``cov`` of ``theta``)."""
-        by_class = np.abs(self.vectors).T @ box
-        if cov is None or not np.all(np.isfinite(cov)):
+        by_class = _weighted_sums(self.vectors, box)
+        if cov is None or not np.all(np.isfinite(cov)) or not np.all(np.isfinite(theta)):
             return by_class
-        along = self.vectors.T @ theta
-        with np.errstate(invalid="ignore"):
+        with np.errstate(all="ignore"):
+            along = self.vectors.T @ theta
             sd = np.sqrt(np.maximum(np.einsum("ki,kl,li->i", self.vectors, cov, self.vectors), 0.0))
             by_release = self.ratios * (np.abs(along) + Z * sd)
         return np.where(np.isfinite(by_release), np.minimum(by_class, by_release), by_class)
 
     def bound(self, images: np.ndarray, theta: np.ndarray, cov: np.ndarray | None, box: np.ndarray) -> np.ndarray:
         """Per user coefficient ``j``, ``sum_i images[j, i] s_i m_i``, with ``images[j, i]`` at least
-        ``|(L v_i)_j|`` (module docstring) and ``m_i`` from :meth:`components`."""
-        return np.abs(images) @ (self.factors * self.components(theta, cov, box))
+        ``|(L v_i)_j|`` (module docstring) and ``m_i`` from :meth:`components`; infinite where a term is not
+        finite (nothing bounds it), without a warning whatever the release holds."""
+        with np.errstate(all="ignore"):
+            pulls = self.factors * self.components(theta, cov, box)
+        return _weighted_sums(images.T, pulls)
+
+
+def _weighted_sums(matrix: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``|matrix|' weights`` with ``0 * inf = 0`` and NaN read as infinite (a bound nothing finite holds)."""
+    with np.errstate(all="ignore"):
+        terms = np.where(matrix == 0, 0.0, np.abs(matrix) * weights[:, None])
+        sums = terms.sum(axis=0)
+    return np.where(np.isnan(sums), np.inf, sums)
 
 
 def centered_bound(
@@ -118,7 +129,8 @@ def centered_bound(
     if cov is not None:
         to_unit = 1.0 / per_unit
         block = cov[np.ix_(design.slope_indices, design.slope_indices)]
-        slope_cov = block * np.outer(to_unit, to_unit)
+        with np.errstate(all="ignore"):
+            slope_cov = block * np.outer(to_unit, to_unit)
     box = np.full(slopes.size, EFFECT_BOUND)
     return shrinkage.bound(images, slopes, slope_cov, box)
 
@@ -151,7 +163,8 @@ def structured_bound(
         inverse = np.linalg.inv(to_user)
         ordered = np.empty_like(cov)
         ordered[np.ix_(order, order)] = cov
-        solve_cov = inverse @ ordered @ inverse.T
+        with np.errstate(all="ignore"):  # an infinite covariance (its release failed) gives no release bound
+            solve_cov = inverse @ ordered @ inverse.T
     return shrinkage.bound(images, theta, solve_cov, box)
 
 
@@ -169,7 +182,8 @@ def origin_bound(
     if shrinkage is None:
         return None
     images = np.abs(shrinkage.vectors) * per_unit[:, None]
-    solve_cov = None if cov is None else cov / np.outer(per_unit, per_unit)
+    with np.errstate(all="ignore"):
+        solve_cov = None if cov is None else cov / np.outer(per_unit, per_unit)
     with np.errstate(divide="ignore"):
         box = np.where(unit_widths > 0, EFFECT_BOUND / np.where(unit_widths > 0, unit_widths, 1.0), np.inf)
     return shrinkage.bound(images, theta, solve_cov, box)
