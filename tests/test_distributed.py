@@ -23,6 +23,7 @@ import dask
 import numpy as np
 import pandas as pd
 import pytest
+from recorded_fits import recorded_fits
 
 import dpstats
 from dpstats.privacy import noise
@@ -82,15 +83,7 @@ def _same(res_pandas, res_dask) -> None:
 @pytest.fixture(scope="module")
 def on_pandas(dirty):
     """A case's pandas fit and its noisy values (dpstats/privacy/noise.py's record), each computed once per process."""
-    fits = {}
-
-    def fit(kind: str, method: str, formula: str):
-        if (kind, method, formula) not in fits:
-            with noise.recording() as records:
-                fits[kind, method, formula] = (_fit(kind, method, formula, dirty), records)
-        return fits[kind, method, formula]
-
-    return fit
+    return recorded_fits(_fit, dirty)
 
 
 @pytest.mark.parametrize(("kind", "method", "formula"), CASES)

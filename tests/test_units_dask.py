@@ -27,6 +27,7 @@ import dask
 import numpy as np
 import pandas as pd
 import pytest
+from recorded_fits import recorded_fits
 
 import dpstats
 from dpstats.design.matrix import CenteredUnitScale
@@ -99,15 +100,7 @@ def panel() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def on_pandas(panel):
     """A case's pandas fit and its noisy values, computed once per process."""
-    fits = {}
-
-    def fit(kind: str, method: str, formula: str):
-        if (kind, method, formula) not in fits:
-            with noise.recording() as records:
-                fits[kind, method, formula] = (_fit(kind, method, formula, panel), records)
-        return fits[kind, method, formula]
-
-    return fit
+    return recorded_fits(_fit, panel)
 
 
 def _replayed(kind: str, method: str, formula: str, data, records):
