@@ -27,7 +27,7 @@ across the term's own declared range. Of the ten real regressions of
 benchmarks/real_regressions.py, in NoisyStats' columns (a variable and its
 square preconditioned, dpstats/mechanisms/noisystats/precondition.py) the
 largest is 1.70 (SwissLabor's age) and the rest are at most 0.97 (engel's
-income over its declared bounds).
+income over its declared bounds; benchmarks/bench_effect_class.py).
 
 **Status.** A fit is "biased" where, for some coefficient, the bound exceeds
 ``DOMINATES`` standard errors: the bias can then be the larger part of the
