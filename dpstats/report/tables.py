@@ -75,10 +75,7 @@ class Column:
     @property
     def bias_ratio(self) -> float:
         """The largest bias bound in standard errors (infinite where a bound has no finite one to compare)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            usable = np.isfinite(self.se) & (self.se > 0)
-            ratio = np.where(self.bias > 0, self.bias / np.where(usable, self.se, 0.0), 0.0)
-        return float(np.max(ratio, initial=0.0))
+        return bias_rule.largest_ratio(self.bias, self.se)
 
 
 @dataclass(frozen=True)

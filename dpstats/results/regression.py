@@ -154,10 +154,7 @@ class DPRegressionResults(MakeTablesPlugin):
     def bias_ratio(self) -> float:
         """The largest bias bound in standard errors over the coefficients (0 without a bias; infinite where a
         bias is unbounded or a bounded one has no standard error)."""
-        bound, se = self.bias.to_numpy(), self.bse.to_numpy()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(bound > 0, bound / np.where(np.isfinite(se) & (se > 0), se, 0.0), 0.0)
-        return float(np.max(ratio, initial=0.0))
+        return bias_rule.largest_ratio(self.bias.to_numpy(), self.bse.to_numpy())
 
     @property
     def survey(self) -> str | None:

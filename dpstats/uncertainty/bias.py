@@ -111,6 +111,16 @@ def dominates(bound: np.ndarray, se: np.ndarray) -> np.ndarray:
         return np.where(measured, bound > DOMINATES * np.where(measured, se, 1.0), bound > 0)
 
 
+def largest_ratio(bound: np.ndarray, se: np.ndarray) -> float:
+    """The largest bias bound in standard errors over the coefficients: 0 without a bias, infinite where a
+    bias is unbounded or a bounded one has no finite, positive standard error."""
+    bound, se = np.asarray(bound, dtype=float), np.asarray(se, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        usable = np.isfinite(se) & (se > 0)
+        ratio = np.where(bound > 0, bound / np.where(usable, se, 0.0), 0.0)
+    return float(np.max(ratio, initial=0.0))
+
+
 def bounds_of(source: str | None, bound: np.ndarray | None, size: int) -> np.ndarray:
     """The per-coefficient bound a release carries: 0 where it names no bias, infinite where it names one that
     nothing bounds (a NaN bound too)."""
