@@ -111,6 +111,16 @@ def dominates(bound: np.ndarray, se: np.ndarray) -> np.ndarray:
         return np.where(measured, bound > DOMINATES * np.where(measured, se, 1.0), bound > 0)
 
 
+def box_reach(rows: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The largest ``|rows @ beta|`` over the box ``|beta_k| <= sizes_k`` (``rows``: ... x p), that is
+    ``|rows| @ sizes``, for sizes that may be infinite: an infinite size times a zero entry counts 0."""
+    finite = np.isfinite(sizes)
+    with np.errstate(invalid="ignore"):
+        reach = np.abs(rows) @ np.where(finite, sizes, 0.0)
+        unbounded = np.abs(rows) @ (~finite).astype(float) > 0
+    return np.where(unbounded, np.inf, reach)
+
+
 def largest_ratio(bound: np.ndarray, se: np.ndarray) -> float:
     """The largest bias bound in standard errors over the coefficients: 0 without a bias, infinite where a
     bias is unbounded or a bounded one has no finite, positive standard error."""

@@ -138,7 +138,7 @@ import numpy as np
 import pandas as pd
 
 from ...design.matrix import Design
-from ...uncertainty.bias import EFFECT_BOUND
+from ...uncertainty.bias import EFFECT_BOUND, box_reach
 from .cell_means import Encode
 from .cell_models import CellModels, cell_models
 from .layout import HistogramLayout
@@ -214,8 +214,8 @@ class CoefficientSet:
             spread = np.sqrt(np.maximum(np.einsum("...i,ij,...j->...", rows, self.cov, rows), 0.0))
         spread = SE_MULTIPLE * np.where(np.isfinite(spread), spread, np.inf)
         if self.score_bias is not None:
-            spread = spread + _reach(rows @ self.bread_inverse, self.score_bias)
-        reach = _reach(rows, self.effects.limits)
+            spread = spread + box_reach(rows @ self.bread_inverse, self.score_bias)
+        reach = box_reach(rows, self.effects.limits)
         lo, hi = np.maximum(centre - spread, -reach), np.minimum(centre + spread, reach)
         empty = lo > hi  # the estimate is outside the class: the class alone
         return np.where(empty, -reach, lo), np.where(empty, reach, hi)
@@ -225,13 +225,6 @@ class CoefficientSet:
         lo, hi = self.interval(points[:, 1:])
         cap = self.effects.residual
         return np.maximum(points[:, 0] - hi, -cap), np.minimum(points[:, 0] - lo, cap)
-
-
-def _reach(rows: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """``|rows| @ sizes`` for sizes that may be infinite (an infinite size times a zero entry counts 0)."""
-    finite = np.isfinite(sizes)
-    reach = np.abs(rows) @ np.where(finite, sizes, 0.0)
-    return np.where(np.abs(rows) @ (~finite).astype(float) > 0, np.inf, reach)
 
 
 def fit_bias_bound(

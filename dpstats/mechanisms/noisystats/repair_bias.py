@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...design.matrix import CenteredUnitScale, Design
-from ...uncertainty.bias import EFFECT_BOUND
+from ...uncertainty.bias import EFFECT_BOUND, box_reach
 from .structured import Layout
 
 Z = 1.959963984540054
@@ -97,10 +97,9 @@ class RepairShrinkage:
 
 
 def _weighted_sums(matrix: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``|matrix|' weights`` with ``0 * inf = 0`` and NaN read as infinite (a bound nothing finite holds)."""
-    with np.errstate(all="ignore"):
-        terms = np.where(matrix == 0, 0.0, np.abs(matrix) * weights[:, None])
-        sums = terms.sum(axis=0)
+    """``|matrix|' weights`` (:func:`box_reach`: ``0 * inf = 0``) with NaN read as infinite (a bound nothing
+    finite holds)."""
+    sums = box_reach(matrix.T, weights)
     return np.where(np.isnan(sums), np.inf, sums)
 
 
