@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
+from scipy.optimize import linprog
 
 import dpstats
 from dpstats.design.matrix import CenteredUnitScale
 from dpstats.frontend.formula import build_design
 from dpstats.mechanisms.noisystats import repair
-from dpstats.mechanisms.noisystats.repair_bias import RepairShrinkage, centered_bound
+from dpstats.mechanisms.noisystats.repair_bias import RepairShrinkage, centered_bound, largest_over
 from dpstats.uncertainty.bias import EFFECT_BOUND
 
 
@@ -68,6 +69,66 @@ def test_a_direction_raised_only_just_keeps_a_bound_small_next_to_its_noise() ->
     expected = 0.01 * np.abs(V[:, 0]) * 2.0 * np.abs(V[:, 0]).sum()
     np.testing.assert_allclose(shrinkage.bound(shrinkage.vectors, np.zeros(2), None, box), expected)
     assert RepairShrinkage.of(matrix, 0.5) is None  # nothing raised, nothing named
+
+
+def _spectrum(rng: np.random.Generator, values: list[float]) -> np.ndarray:
+    """A symmetric matrix with these eigenvalues and random eigenvectors."""
+    V = np.linalg.qr(rng.normal(size=(len(values), len(values))))[0]
+    return V @ np.diag(values) @ V.T
+
+
+def _in_set(theta: np.ndarray, shrinkage: RepairShrinkage, components, box: np.ndarray) -> np.ndarray:
+    """Whether each point (rows of ``theta``) lies in the box and the release's intervals."""
+    points = np.atleast_2d(theta)
+    along = points @ shrinkage.directions
+    within = (components[0] - 1e-9 <= along) & (along <= components[1] + 1e-9)
+    return np.all(np.abs(points) <= box + 1e-9, axis=1) & np.all(within, axis=1)
+
+
+def test_the_release_narrows_the_class_to_what_the_estimate_allows() -> None:
+    """With a covariance, the bound is the largest pull over the box intersected with the release's intervals on
+    the eigen-components: no point of that set pulls further (200,000 points drawn in the box), the linear
+    programme's optimum is in it and attains the bound, and the bound is at most the class's."""
+    rng = np.random.default_rng(4)
+    shrinkage = RepairShrinkage.of(_spectrum(rng, [0.5, 1.0, 10.0]), 2.0)  # raised twice, none unknown
+    assert shrinkage is not None
+    box = np.full(3, EFFECT_BOUND)
+    estimate, cov = np.array([0.3, -0.2, 0.5]), 0.0025 * np.eye(3)
+    images = shrinkage.vectors
+    components = shrinkage.components(estimate, cov)
+    assert np.all(np.isfinite(components[0]))  # the release pins every direction
+    bound = shrinkage.bound(images, estimate, cov, box)
+    by_class = shrinkage.bound(images, estimate, None, box)
+    assert np.all(bound <= by_class + 1e-12) and np.any(bound < 0.9 * by_class)
+    pulls = shrinkage.pulls(images)
+    points = rng.uniform(-1, 1, size=(200_000, 3)) * box
+    inside = _in_set(points, shrinkage, components, box)
+    assert inside.sum() > 100
+    assert np.all(np.abs(points[inside] @ pulls.T) <= bound + 1e-9)
+    W = shrinkage.directions
+    ends = [(None if np.isinf(a) else a, None if np.isinf(b) else b) for a, b in zip(*components, strict=True)]
+    for j, row in enumerate(pulls):  # the optimum, found afresh over the set: in it, and it attains the bound
+        reached = []
+        for sign in (1, -1):
+            optimum = linprog(-sign * (W.T @ row), A_ub=np.vstack([W, -W]), b_ub=np.r_[box, box], bounds=ends)
+            theta = W @ optimum.x
+            assert _in_set(theta, shrinkage, components, box)[0]
+            reached.append(abs(row @ theta))
+        np.testing.assert_allclose(max(reached), bound[j], rtol=1e-7)
+
+
+def test_a_release_outside_the_class_falls_back_to_the_class() -> None:
+    """An estimate whose intervals leave the box (its noise put it outside the class) bounds nothing: the
+    class alone, ``|h| @ box``."""
+    shrinkage = RepairShrinkage.of(_spectrum(np.random.default_rng(5), [-0.5, 1.0, 10.0]), 2.0)
+    assert shrinkage is not None
+    box = np.full(3, EFFECT_BOUND)
+    far = np.full(3, 50.0)
+    bound = shrinkage.bound(shrinkage.vectors, far, 1e-6 * np.eye(3), box)
+    np.testing.assert_allclose(bound, np.abs(shrinkage.pulls(shrinkage.vectors)) @ box)
+    rows = np.array([[1.0, 0.0], [0.0, 0.0]])
+    free = (np.array([-np.inf, -np.inf]), np.array([np.inf, np.inf]))
+    np.testing.assert_allclose(largest_over(rows, np.eye(2), free, np.array([np.inf, 1.0])), [np.inf, 0.0])
 
 
 def test_the_intercepts_image_is_its_largest_over_the_declared_bounds() -> None:

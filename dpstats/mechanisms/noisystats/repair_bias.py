@@ -13,94 +13,156 @@ bootstrap's spread describes; the middle one is the repair's shrinkage,
 ``-sum_i s_i v_i (v_i' theta)``: each raised direction loses the part
 ``s_i`` of the true coefficients' component along it. ``v_i``, ``s_i`` and
 ``lambda`` are read from the released matrix and a public floor, so
-everything below is post-processing.
+everything below is post-processing. A user coefficient's bias is then a
+linear function of the true coefficients, ``-h_j' theta`` with ``h_j =
+sum_i (L v_i)_j s_i v_i`` (``L`` the map from the solve's coordinates to the
+user's).
 
-The component ``v_i' theta`` is unknown; it is bounded in two ways and the
-smaller bound is used:
+**The set the true coefficients lie in** is the intersection of two:
 
-* **the class** (dpstats/uncertainty/bias.py, ``EFFECT_BOUND``): with
-  ``|theta_k| <= M_k`` in the solve's coordinates, ``|v_i' theta| <=
-  sum_k |v_ik| M_k``;
-* **the release**, where ``l_i > 0``: along ``v_i`` the identity reads
-  ``lambda v_i' theta^ = v_i' b~ = l_i v_i' theta - v_i' E theta + v_i' e``,
-  so ``v_i' theta = (lambda / l_i) (v_i' theta^ + n_i)`` with ``n_i`` the
-  noise of ``v_i' theta^`` (the estimate's own noise along ``v_i``); with
-  its standard error ``sd_i`` from the release's covariance,
-  ``|v_i' theta| <= (lambda / l_i) (|v_i' theta^| + Z sd_i)``, at the
-  usual two-sided 95% (``Z`` = 1.96) for that noise.
+* **the class** (dpstats/uncertainty/bias.py, ``EFFECT_BOUND``): the box
+  ``|theta_k| <= M_k`` in the solve's coordinates;
+* **the release**: along every eigenvector ``w_k`` of ``A~`` with ``l_k > 0``
+  the identity reads ``r_k w_k' theta^ = w_k' b~ = l_k w_k' theta - w_k' E
+  theta + w_k' e`` (``r_k = max(l_k, lambda)``, the repaired eigenvalue), so
+  ``w_k' theta = (r_k / l_k) (w_k' theta^ + n_k)`` with ``n_k`` the noise of
+  ``w_k' theta^``; with its standard error ``sd_k`` from the release's
+  covariance, ``w_k' theta`` lies within ``(r_k / l_k) Z sd_k`` of ``(r_k /
+  l_k) w_k' theta^``. ``Z`` is Bonferroni's two-sided quantile over the
+  directions used, so that all of them hold together with probability at
+  least ``1 - LEVEL``. An unraised direction (``r_k = l_k``) pins its
+  component to the estimate's; through the box it limits what the raised
+  ones can be. A direction with ``l_k <= 0`` says nothing.
+
+The bound on ``|bias_j|`` is the largest ``|h_j' theta|`` over that set, a
+pair of linear programmes (in the eigenvectors' coordinates, where the
+release's intervals are simple bounds and the box is a set of linear
+inequalities). Where the release's intervals leave the class empty (the
+estimate's noise has put it outside), the class alone: ``sum_k |h_jk| M_k``,
+reached at a corner of the box. Without a covariance, the class alone too.
 
 Where the eigenvalue was only just below the floor (``s_i`` small) or the
-component is small, the bound is small next to the standard error and the fit
-is "ok"; where the repair replaced a noise-dominated direction (``l_i`` near
-0 or negative), the class bound applies in full and the fit is "biased", its
-intervals widened by it. A coefficient's bound sums its directions' bounds
-through their images in the user's coordinates, ``sum_i |(L v_i)_j| s_i
-m_i`` (``L`` the map from the solve's coordinates to the user's; where the
-map itself depends on an unreleased mean, as the centred intercept's does,
-the image is its largest over the declared bounds).
+component is pinned small, the bound is small next to the standard error and
+the fit is "ok"; where the repair replaced a noise-dominated direction
+(``l_i`` near 0 or negative) the class bounds it, and the fit is "biased",
+its intervals widened by the bound. Where the map to the user's coordinates
+depends on an unreleased mean (the centred intercept), the bound allows every
+mean in the declared bounds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
+from scipy.optimize import linprog
 
 from ...design.matrix import CenteredUnitScale, Design
 from ...uncertainty.bias import EFFECT_BOUND, box_reach
 from .structured import Layout
 
-Z = 1.959963984540054
-"""The two-sided 95% normal quantile that bounds the estimate's noise along a raised direction."""
+LEVEL = 0.05
+"""The release's intervals on the eigen-components hold together with probability at least ``1 - LEVEL``."""
+
+Interval = tuple[np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
 class RepairShrinkage:
-    """The raised directions of a repaired matrix (columns of ``vectors``), the part ``1 - l / lambda`` of the
-    true coefficients each loses (``factors``) and ``lambda / l`` (``ratios``; infinite where ``l <= 0``)."""
+    """The eigen-decomposition of a released matrix (``directions`` as columns, ``values``) and the floor its
+    repair raises the eigenvalues to."""
 
-    vectors: np.ndarray
-    factors: np.ndarray
-    ratios: np.ndarray
+    directions: np.ndarray
+    values: np.ndarray
+    floor: float
 
     @classmethod
     def of(cls, matrix: np.ndarray, floor: float) -> RepairShrinkage | None:
         """The shrinkage of repairing ``matrix`` at ``floor`` (None where no eigenvalue is raised)."""
-        values, vectors = np.linalg.eigh(matrix)
-        raised = values < floor
-        if not raised.any():
+        values, directions = np.linalg.eigh(matrix)
+        if not np.any(values < floor):
             return None
-        low = values[raised]
-        with np.errstate(divide="ignore"):
-            ratios = np.where(low > 0, floor / np.where(low > 0, low, 1.0), np.inf)
-        return cls(vectors[:, raised], 1.0 - low / floor, ratios)
+        return cls(directions, values, floor)
 
-    def components(self, theta: np.ndarray, cov: np.ndarray | None, box: np.ndarray) -> np.ndarray:
-        """Per raised direction, a bound on ``|v_i' theta|`` for the true coefficients (module docstring): the
-        class's, or the release's where it is smaller (it needs a finite covariance ``cov`` of ``theta``)."""
-        by_class = _weighted_sums(self.vectors, box)
+    @property
+    def raised(self) -> np.ndarray:
+        """Which eigenvalues the repair raises."""
+        return self.values < self.floor
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """The raised directions ``v_i`` (columns)."""
+        return self.directions[:, self.raised]
+
+    @property
+    def factors(self) -> np.ndarray:
+        """``s_i = 1 - l_i / lambda``: the part of the true coefficients' component each raised direction loses."""
+        return 1.0 - self.values[self.raised] / self.floor
+
+    def pulls(self, images: np.ndarray) -> np.ndarray:
+        """``h_j = sum_i images[j, i] s_i v_i`` for every row j of ``images`` (``(L v_i)_j``): the bias of user
+        coefficient j is ``-h_j' theta``."""
+        return (images * self.factors) @ self.vectors.T
+
+    def components(self, theta: np.ndarray, cov: np.ndarray | None) -> Interval:
+        """Where each eigen-component ``w_k' theta`` of the true coefficients lies by the release (module
+        docstring): infinite ends where the release says nothing (``l_k <= 0``, or no finite covariance)."""
+        p = self.values.size
+        free = np.full(p, -np.inf), np.full(p, np.inf)
         if cov is None or not np.all(np.isfinite(cov)) or not np.all(np.isfinite(theta)):
-            return by_class
+            return free
+        known = self.values > 0
+        if not known.any():
+            return free
         with np.errstate(all="ignore"):
-            along = self.vectors.T @ theta
-            sd = np.sqrt(np.maximum(np.einsum("ki,kl,li->i", self.vectors, cov, self.vectors), 0.0))
-            by_release = self.ratios * (np.abs(along) + Z * sd)
-        return np.where(np.isfinite(by_release), np.minimum(by_class, by_release), by_class)
+            sd = np.sqrt(np.maximum(np.einsum("ki,kl,li->i", self.directions, cov, self.directions), 0.0))
+            ratio = np.maximum(self.values, self.floor) / np.where(known, self.values, 1.0)
+            centre, half = ratio * (self.directions.T @ theta), ratio * _z(int(known.sum())) * sd
+        return np.where(known, centre - half, -np.inf), np.where(known, centre + half, np.inf)
 
     def bound(self, images: np.ndarray, theta: np.ndarray, cov: np.ndarray | None, box: np.ndarray) -> np.ndarray:
-        """Per user coefficient ``j``, ``sum_i images[j, i] s_i m_i``, with ``images[j, i]`` at least
-        ``|(L v_i)_j|`` (module docstring) and ``m_i`` from :meth:`components`; infinite where a term is not
-        finite (nothing bounds it), without a warning whatever the release holds."""
-        with np.errstate(all="ignore"):
-            pulls = self.factors * self.components(theta, cov, box)
-        return _weighted_sums(images.T, pulls)
+        """Per user coefficient ``j``, the largest ``|h_j' theta|`` over the class's box intersected with the
+        release's intervals (module docstring); ``images[j, i] = (L v_i)_j``, ``cov`` the covariance of the
+        estimate ``theta`` in the solve's coordinates (None: none). Infinite where nothing bounds it, without a
+        warning whatever the release holds."""
+        return largest_over(self.pulls(images), self.directions, self.components(theta, cov), box)
 
 
-def _weighted_sums(matrix: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``|matrix|' weights`` (:func:`box_reach`: ``0 * inf = 0``) with NaN read as infinite (a bound nothing
-    finite holds)."""
-    sums = box_reach(matrix.T, weights)
-    return np.where(np.isnan(sums), np.inf, sums)
+def _z(directions: int) -> float:
+    """Bonferroni's two-sided quantile for ``directions`` intervals holding together at ``1 - LEVEL``."""
+    return NormalDist().inv_cdf(1.0 - LEVEL / (2.0 * directions))
+
+
+def largest_over(rows: np.ndarray, directions: np.ndarray, components: Interval, box: np.ndarray) -> np.ndarray:
+    """``max |r' theta|`` for every row r of ``rows`` over ``{theta : |theta_k| <= box_k, lo <= W' theta <=
+    hi}`` (``W`` = ``directions``, orthonormal; ``components`` = (lo, hi)); the box alone where that set is
+    empty or the release bounds nothing; infinite where the set lets ``r' theta`` grow without bound."""
+    with np.errstate(all="ignore"):
+        by_class = box_reach(rows, box)
+    by_class = np.where(np.isnan(by_class), np.inf, by_class)
+    lo, hi = components
+    if not (np.isfinite(lo).any() or np.isfinite(hi).any()) or not np.all(np.isfinite(rows)):
+        return by_class
+    walls = np.isfinite(box)
+    inequalities = np.vstack([directions[walls], -directions[walls]])  # |W phi| <= box, phi = W' theta
+    limits = np.concatenate([box[walls], box[walls]])
+    bounds = [(None if np.isinf(a) else a, None if np.isinf(b) else b) for a, b in zip(lo, hi, strict=True)]
+    out = by_class.copy()
+    for j, row in enumerate(rows):
+        if not np.any(row):
+            out[j] = 0.0
+            continue
+        cost = directions.T @ row
+        ends = [linprog(sign * cost, A_ub=inequalities, b_ub=limits, bounds=bounds, method="highs") for sign in (1, -1)]
+        if any(end.status == 2 for end in ends):  # the release's set leaves the class: the class alone
+            continue
+        if any(end.status == 3 for end in ends):  # unbounded: nothing bounds this coefficient
+            out[j] = np.inf
+            continue
+        if all(end.status == 0 for end in ends):
+            out[j] = min(by_class[j], max(abs(ends[0].fun), abs(ends[1].fun)))
+    return out
 
 
 def centered_bound(
@@ -112,26 +174,28 @@ def centered_bound(
 ) -> np.ndarray | None:
     """The bound in the design's order for the centred release, which solves for the unit-scale ``slopes``
     (dpstats/mechanisms/noisystats/mechanism.py); ``cov`` is the estimate's covariance in the design's order
-    (None: no standard errors). The intercept's image is its largest over the columns' declared bounds, which
-    hold its unreleased means (module docstring)."""
+    (None: no standard errors). The intercept is the response's mean less ``sum_k m_k b_k`` over the slopes
+    ``b_k`` and the columns' unreleased means ``m_k``, so its bias is ``sum_k m_k`` times the slopes' biases
+    with each ``m_k`` anywhere in its declared bounds: with ``c_k`` their middles and ``w_k`` their half-widths
+    it is at most the bound on ``sum_k c_k bias_k`` plus ``sum_k w_k B_k``."""
     if shrinkage is None:
         return None
     per_unit = scale.y_width / scale.x_width  # a unit-scale slope's size in the user's units
-    V = shrinkage.vectors
-    ends = np.stack([scale.x_lo, scale.x_lo + scale.x_width]) * per_unit  # (2, p): the slopes' multipliers
-    reach = np.einsum("ej,ji->eji", ends, V)  # each slope's multiplier at either end, times the direction
-    intercept = np.maximum(np.abs(reach.max(axis=0).sum(axis=0)), np.abs(reach.min(axis=0).sum(axis=0)))
-    images = np.empty((design.n_columns, V.shape[1]))
-    images[design.slope_indices] = np.abs(V) * per_unit[:, None]
-    images[design.intercept_index] = intercept
     slope_cov = None
     if cov is not None:
         to_unit = 1.0 / per_unit
         block = cov[np.ix_(design.slope_indices, design.slope_indices)]
         with np.errstate(all="ignore"):
             slope_cov = block * np.outer(to_unit, to_unit)
+    rows = shrinkage.pulls(shrinkage.vectors * per_unit[:, None])
+    half = 0.5 * scale.x_width
+    middle = (scale.x_lo + half) @ rows
     box = np.full(slopes.size, EFFECT_BOUND)
-    return shrinkage.bound(images, slopes, slope_cov, box)
+    reach = largest_over(np.vstack([rows, middle]), shrinkage.directions, shrinkage.components(slopes, slope_cov), box)
+    bound = np.empty(design.n_columns)
+    bound[design.slope_indices] = reach[:-1]
+    bound[design.intercept_index] = reach[-1] + box_reach(half, reach[:-1])
+    return bound
 
 
 def structured_bound(
@@ -180,7 +244,7 @@ def origin_bound(
     the release divides by), at most ``EFFECT_BOUND``; ``cov`` is the estimate's covariance (None: none)."""
     if shrinkage is None:
         return None
-    images = np.abs(shrinkage.vectors) * per_unit[:, None]
+    images = shrinkage.vectors * per_unit[:, None]
     with np.errstate(all="ignore"):
         solve_cov = None if cov is None else cov / np.outer(per_unit, per_unit)
     with np.errstate(divide="ignore"):
