@@ -129,6 +129,8 @@ def test_a_release_outside_the_class_falls_back_to_the_class() -> None:
     rows = np.array([[1.0, 0.0], [0.0, 0.0]])
     free = (np.array([-np.inf, -np.inf]), np.array([np.inf, np.inf]))
     np.testing.assert_allclose(largest_over(rows, np.eye(2), free, np.array([np.inf, 1.0])), [np.inf, 0.0])
+    released = (np.array([-1.0, -2.0]), np.array([1.0, 2.0]))  # no class at all: the release alone bounds it
+    np.testing.assert_allclose(largest_over(np.array([[1.0, 0.5]]), np.eye(2), released, np.full(2, np.inf)), [2.0])
 
 
 def test_the_intercepts_image_is_its_largest_over_the_declared_bounds() -> None:

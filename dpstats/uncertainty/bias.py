@@ -38,6 +38,18 @@ is "ok". A bias that nothing bounds (``B_j`` infinite: Theil-Sen's estimand,
 KNG's boundary pull) makes the fit "biased" and leaves its interval as the
 mechanism gives it, with the status naming the bias. A fit without standard
 errors is "biased" wherever its bound is positive: no interval carries it.
+
+**What a bound over a class costs.** The bound is the bias's worst case over
+the class (intersected with what the release says about the coefficients),
+not its realized value: where the true coefficients sit well inside the
+class the interval over-covers, and a fit can be "biased" with a small
+realized error (benchmarks/bench_real_data.py's ``>2se`` column measures how
+often). That is the price of honesty, not a slack a cleverer interval could
+remove: for a bias linear in coefficients that range over a convex
+centrosymmetric class, as here, an interval that covers over the whole class
+cannot be much shorter, even where the bias is nil, than the one built for
+the worst case (Armstrong & Kolesár 2018). Shorter intervals need a smaller class,
+that is, a stronger assumption, or more released information.
 """
 
 from __future__ import annotations

@@ -145,8 +145,8 @@ def largest_over(rows: np.ndarray, directions: np.ndarray, components: Interval,
     if not (np.isfinite(lo).any() or np.isfinite(hi).any()) or not np.all(np.isfinite(rows)):
         return by_class
     walls = np.isfinite(box)
-    inequalities = np.vstack([directions[walls], -directions[walls]])  # |W phi| <= box, phi = W' theta
-    limits = np.concatenate([box[walls], box[walls]])
+    inequalities = np.vstack([directions[walls], -directions[walls]]) if walls.any() else None  # |W phi| <= box
+    limits = np.concatenate([box[walls], box[walls]]) if walls.any() else None
     bounds = [(None if np.isinf(a) else a, None if np.isinf(b) else b) for a, b in zip(lo, hi, strict=True)]
     out = by_class.copy()
     for j, row in enumerate(rows):
