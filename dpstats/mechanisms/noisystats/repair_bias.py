@@ -30,7 +30,8 @@ user's).
   covariance, ``w_k' theta`` lies within ``(r_k / l_k) Z sd_k`` of ``(r_k /
   l_k) w_k' theta^``. ``Z`` is Bonferroni's two-sided quantile over the
   directions used, so that all of them hold together with probability at
-  least ``1 - LEVEL``. An unraised direction (``r_k = l_k``) pins its
+  least ``1 - LEVEL``, ``RAISED_SHARE`` of it spent on the raised ones,
+  whose intervals the bound scales by ``lambda / l_k``. An unraised direction (``r_k = l_k``) pins its
   component to the estimate's; through the box it limits what the raised
   ones can be. A direction with ``l_k <= 0`` says nothing.
 
@@ -64,6 +65,10 @@ from .structured import Layout
 
 LEVEL = 0.05
 """The release's intervals on the eigen-components hold together with probability at least ``1 - LEVEL``."""
+
+RAISED_SHARE = 0.8
+"""The part of ``LEVEL`` spent on the raised directions' intervals; the unraised ones, whose noise is small next
+to their components, share the rest."""
 
 Interval = tuple[np.ndarray, np.ndarray]
 
@@ -118,7 +123,7 @@ class RepairShrinkage:
         with np.errstate(all="ignore"):
             sd = np.sqrt(np.maximum(np.einsum("ki,kl,li->i", self.directions, cov, self.directions), 0.0))
             ratio = np.maximum(self.values, self.floor) / np.where(known, self.values, 1.0)
-            centre, half = ratio * (self.directions.T @ theta), ratio * _z(int(known.sum())) * sd
+            centre, half = ratio * (self.directions.T @ theta), ratio * _quantiles(known, self.raised) * sd
         return np.where(known, centre - half, -np.inf), np.where(known, centre + half, np.inf)
 
     def bound(self, images: np.ndarray, theta: np.ndarray, cov: np.ndarray | None, box: np.ndarray) -> np.ndarray:
@@ -129,9 +134,17 @@ class RepairShrinkage:
         return largest_over(self.pulls(images), self.directions, self.components(theta, cov), box)
 
 
-def _z(directions: int) -> float:
-    """Bonferroni's two-sided quantile for ``directions`` intervals holding together at ``1 - LEVEL``."""
-    return NormalDist().inv_cdf(1.0 - LEVEL / (2.0 * directions))
+def _quantiles(known: np.ndarray, raised: np.ndarray) -> np.ndarray:
+    """Per direction, the two-sided normal quantile of its interval: Bonferroni over the ``known`` directions,
+    with ``RAISED_SHARE`` of ``LEVEL`` split among the raised ones (their intervals are the ones the bound
+    scales by ``lambda / l``) and the rest among the others (or all of it where one group is empty)."""
+    groups = (known & raised, known & ~raised)
+    shares = (RAISED_SHARE, 1.0 - RAISED_SHARE) if all(g.any() for g in groups) else (1.0, 1.0)
+    z = np.zeros(known.size)
+    for group, share in zip(groups, shares, strict=True):
+        if group.any():
+            z[group] = NormalDist().inv_cdf(1.0 - share * LEVEL / (2.0 * int(group.sum())))
+    return z
 
 
 def largest_over(rows: np.ndarray, directions: np.ndarray, components: Interval, box: np.ndarray) -> np.ndarray:
