@@ -131,6 +131,8 @@ def test_a_release_outside_the_class_falls_back_to_the_class() -> None:
     np.testing.assert_allclose(largest_over(rows, np.eye(2), free, np.array([np.inf, 1.0])), [np.inf, 0.0])
     released = (np.array([-1.0, -2.0]), np.array([1.0, 2.0]))  # no class at all: the release alone bounds it
     np.testing.assert_allclose(largest_over(np.array([[1.0, 0.5]]), np.eye(2), released, np.full(2, np.inf)), [2.0])
+    half = (np.array([-1.0, -np.inf]), np.array([1.0, np.inf]))  # one direction unbounded, one row along it
+    np.testing.assert_allclose(largest_over(np.eye(2), np.eye(2), half, np.full(2, np.inf)), [1.0, np.inf])
 
 
 def test_the_intercepts_image_is_its_largest_over_the_declared_bounds() -> None:

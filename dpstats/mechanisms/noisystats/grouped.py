@@ -24,6 +24,7 @@ from these arrays when it is first asked for (:mod:`.grouped_releases`).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -256,12 +257,20 @@ def _releases(
 def _repair_biases(
     design: Design, scale: CenteredUnitScale, points: GroupPoints, uncertainty: Uncertainties | None
 ) -> RepairBiases:
-    """Each succeeded group's repair bias and its bound (``singular="repair"``; None for a failed group)."""
-    notes, bounds = [], []
-    for g in range(points.ok.size):
-        raw, floor = points.raw[g], points.floor[g]
-        shrinkage = RepairShrinkage.of(raw, floor) if points.ok[g] else None
-        measured = None if uncertainty is None else uncertainty[0][g]
-        notes.append(repair.floor_bias(raw, floor) if points.ok[g] else None)
-        bounds.append(centered_bound(shrinkage, scale, design, points.coef_unit[g, 1:], measured))
-    return RepairBiases(tuple(notes), tuple(bounds))
+    """Each succeeded group's repair bias, and its bound when its release is made (``singular="repair"``; None
+    for a failed group)."""
+    notes = tuple(
+        repair.floor_bias(points.raw[g], points.floor[g]) if points.ok[g] else None for g in range(points.ok.size)
+    )
+    return RepairBiases(notes, functools.partial(_repair_bound, design, scale, points, uncertainty))
+
+
+def _repair_bound(
+    design: Design, scale: CenteredUnitScale, points: GroupPoints, uncertainty: Uncertainties | None, g: int
+) -> np.ndarray | None:
+    """Group g's repair bias bound (None where its repair did not bind or it failed)."""
+    if not points.ok[g]:
+        return None
+    shrinkage = RepairShrinkage.of(points.raw[g], points.floor[g])
+    measured = None if uncertainty is None else uncertainty[0][g]
+    return centered_bound(shrinkage, scale, design, points.coef_unit[g, 1:], measured)

@@ -10,7 +10,7 @@ and public facts only, never a row of the data. ``params``, ``cov`` and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,10 +26,12 @@ inputs and covariance (F x B x q); and each group's row among them where its rep
 
 @dataclass(frozen=True)
 class RepairBiases:
-    """Each group's bias note and bound (user's units, design order; None where the repair did not bind)."""
+    """Each group's bias note, and its bound (user's units, design order; None where the repair did not bind)
+    from ``bound(g)``: a linear programme per group (dpstats/mechanisms/noisystats/repair_bias.py), so it is
+    only solved for the groups whose releases are made."""
 
     notes: tuple[str | None, ...]
-    bounds: tuple[np.ndarray | None, ...]
+    bound: Callable[[int], np.ndarray | None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,6 +87,6 @@ class GroupReleases(Sequence[Release]):
             cov = covs[g]
             replicates = kept[rows[g]] if rows[g] >= 0 else None
         bias = None if self.biases is None else self.biases.notes[g]
-        bound = None if self.biases is None else self.biases.bounds[g]
+        bound = None if self.biases is None else self.biases.bound(g)
         return Release(params=self.params[g], cov=cov, privacy=self.spent, se_note=self.note, noisy_stats=stats,
                        replicates=replicates, interval="percentile", bias=bias, bias_bound=bound)  # fmt: skip

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+from scipy import sparse
 from scipy.optimize import linprog
 
 from ...design.matrix import CenteredUnitScale, Design
@@ -150,30 +151,48 @@ def _quantiles(known: np.ndarray, raised: np.ndarray) -> np.ndarray:
 def largest_over(rows: np.ndarray, directions: np.ndarray, components: Interval, box: np.ndarray) -> np.ndarray:
     """``max |r' theta|`` for every row r of ``rows`` over ``{theta : |theta_k| <= box_k, lo <= W' theta <=
     hi}`` (``W`` = ``directions``, orthonormal; ``components`` = (lo, hi)); the box alone where that set is
-    empty or the release bounds nothing; infinite where the set lets ``r' theta`` grow without bound."""
+    empty or the release bounds nothing; infinite where the set lets ``r' theta`` grow without bound.
+
+    Every row's two programmes (its largest and its smallest value) are solved as one programme of independent
+    blocks, one call to the solver per fit; where that one is unbounded, each row on its own."""
     with np.errstate(all="ignore"):
         by_class = box_reach(rows, box)
     by_class = np.where(np.isnan(by_class), np.inf, by_class)
     lo, hi = components
     if not (np.isfinite(lo).any() or np.isfinite(hi).any()) or not np.all(np.isfinite(rows)):
         return by_class
+    live = np.flatnonzero(np.any(rows != 0, axis=1))
+    out = np.where(np.any(rows != 0, axis=1), by_class, 0.0)
+    if live.size == 0:
+        return out
     walls = np.isfinite(box)
-    inequalities = np.vstack([directions[walls], -directions[walls]]) if walls.any() else None  # |W phi| <= box
+    sides = np.vstack([directions[walls], -directions[walls]]) if walls.any() else None  # |W phi| <= box
     limits = np.concatenate([box[walls], box[walls]]) if walls.any() else None
     bounds = [(None if np.isinf(a) else a, None if np.isinf(b) else b) for a, b in zip(lo, hi, strict=True)]
-    out = by_class.copy()
-    for j, row in enumerate(rows):
-        if not np.any(row):
-            out[j] = 0.0
-            continue
-        cost = directions.T @ row
-        ends = [linprog(sign * cost, A_ub=inequalities, b_ub=limits, bounds=bounds, method="highs") for sign in (1, -1)]
-        if any(end.status == 2 for end in ends):  # the release's set leaves the class: the class alone
-            continue
-        if any(end.status == 3 for end in ends):  # unbounded: nothing bounds this coefficient
+
+    def solve(costs: np.ndarray):  # one programme of independent blocks, a row of ``costs`` each
+        blocks = costs.shape[0]
+        return linprog(
+            costs.ravel(),
+            A_ub=None if sides is None else sparse.block_diag([sides] * blocks, format="csr"),
+            b_ub=None if limits is None else np.tile(limits, blocks),
+            bounds=bounds * blocks,
+            method="highs",
+        )
+
+    costs = np.stack([sign * (directions.T @ rows[j]) for j in live for sign in (1, -1)])
+    joint = solve(costs)
+    if joint.status == 2:  # the release's set leaves the class: the class alone
+        return out
+    if joint.status == 0:
+        ends = np.abs((joint.x.reshape(costs.shape) * costs).sum(axis=1)).reshape(-1, 2).max(axis=1)
+        out[live] = np.minimum(by_class[live], ends)
+        return out
+    for j, pair in zip(live, costs.reshape(-1, 2, costs.shape[1]), strict=True):  # some row is unbounded
+        ends = [solve(cost[None]) for cost in pair]
+        if any(end.status == 3 for end in ends):
             out[j] = np.inf
-            continue
-        if all(end.status == 0 for end in ends):
+        elif all(end.status == 0 for end in ends):
             out[j] = min(by_class[j], max(abs(ends[0].fun), abs(ends[1].fun)))
     return out
 
