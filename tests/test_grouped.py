@@ -155,18 +155,43 @@ def test_eps_reported_is_eps_passed(sizes: dict | None, method: str) -> None:
     assert "group sizes" in res.privacy.neighbours
 
 
+def test_grouped_tidy_carries_each_groups_repair_bias_as_its_own_fit_does() -> None:
+    """With ``singular="repair"`` a group whose repair binds keeps a bias: the grouped frame's intervals, bias
+    bounds and statuses are those of the group's own fit (widened intervals, dpstats/uncertainty/bias.py), so
+    the bound is inside every group's interval; small noisy groups make the repair bind in some of them."""
+    rng = np.random.default_rng(11)
+    g = np.repeat(np.arange(12), 40)
+    x = rng.uniform(size=g.size)
+    frame = pd.DataFrame({"g": g, "x": x, "z": np.clip(x + 0.05 * rng.normal(size=g.size), 0, 1)})
+    frame["y"] = np.clip(0.2 + 0.3 * frame["x"] + 0.2 * frame["z"] + 0.1 * rng.normal(size=g.size), 0, 1)
+    bounds = {"x": (0.0, 1.0), "z": (0.0, 1.0), "y": (0.0, 1.0)}
+    res = dpstats.dp_ols("y ~ x + z", frame, eps=1.0, bounds=bounds, by="g", groups=list(range(12)),
+                         method="noisystats", singular="repair", random_state=3)  # fmt: skip
+    tidy = res.tidy()
+    repaired = 0
+    for key in range(12):
+        own = res[key].tidy()
+        rows = tidy[tidy["g"] == key]
+        for column in ("conf.low", "conf.high", "bias"):
+            np.testing.assert_allclose(rows[column].to_numpy(), own[column].to_numpy())
+        assert set(rows["status"]) == {res[key].status}
+        repaired += bool(np.any(own["bias"] > 0))
+    assert repaired >= 3
+
+
 def test_tidy_params_and_one_group(tmp_path) -> None:
     d, _ = _bad_key_pair("undeclared")
     res = dpstats.dp_ols("y ~ x", d, eps=1.0, bounds=UNIT, by="tract", groups=[0, 1, 2], method="noisystats",
                          random_state=8)  # fmt: skip
     assert isinstance(res, DPGroupedResults) and len(res) == 3
     tidy = res.tidy()
-    assert list(tidy.columns) == ["tract", "term", "estimate", "std.error", "conf.low", "conf.high"]
-    assert tidy.shape == (6, 6)
+    columns = ["tract", "term", "estimate", "std.error", "conf.low", "conf.high", "bias", "status"]
+    assert list(tidy.columns) == columns
+    assert tidy.shape == (6, 8)
     np.testing.assert_array_equal(tidy["estimate"].to_numpy(), res.params.to_numpy().ravel())
     pd.testing.assert_series_equal(res[1].params, res.params.loc[1].rename("coef"), check_names=False)
     tidy.to_csv(tmp_path / "slopes.csv", index=False)
-    assert pd.read_csv(tmp_path / "slopes.csv").shape == (6, 6)
+    assert pd.read_csv(tmp_path / "slopes.csv").shape == (6, 8)
     text = str(res.summary())
     assert "3 declared keys of 'tract'" in text and "eps = 1 (pure DP) for the whole call" in text
     with pytest.raises(KeyError):
@@ -283,7 +308,7 @@ def test_tidy_to_parquet_is_one_line(tmp_path) -> None:
     res = dpstats.dp_ols("y ~ x", d, eps=1.0, bounds=UNIT, by="tract", groups=[0, 1, 2], method="noisystats")
     res.tidy().to_parquet(tmp_path / "slopes.parquet")
     back = pd.read_parquet(tmp_path / "slopes.parquet")
-    assert back.shape == (6, 6) and back["tract"].tolist() == [0, 0, 1, 1, 2, 2]
+    assert back.shape == (6, 8) and back["tract"].tolist() == [0, 0, 1, 1, 2, 2]
 
 
 class _Terminal(io.StringIO):

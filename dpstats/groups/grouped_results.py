@@ -19,7 +19,8 @@ from ..mechanisms.noisystats.grouped_releases import GroupReleases
 from ..output.render import Summary
 from ..privacy.accounting import PrivacySpent
 from ..results.regression import DPRegressionResults
-from ..uncertainty.intervals import check_alpha, confidence_intervals
+from ..uncertainty import bias as bias_rule
+from ..uncertainty.intervals import check_alpha
 
 
 @dataclass(frozen=True)
@@ -101,11 +102,22 @@ class DPGroupedResults:
         return pd.Series(_stacked(self.releases, "failed"), index=self._index(), name="failed")
 
     def tidy(self, conf_level: float = 0.95) -> pd.DataFrame:
-        """One row per group and term: ``<by>``, term, estimate, std.error, conf.low, conf.high."""
+        """One row per group and term: ``<by>``, term, estimate, std.error, conf.low, conf.high, bias and the
+        group's status, as each group's own ``tidy()`` gives them: the intervals carry a finite bias bound, the
+        ``bias`` column holds it (0 without a bias, infinite where nothing bounds it) and ``status`` says where
+        it can dominate (dpstats/uncertainty/bias.py)."""
         alpha = check_alpha(1 - conf_level)
         params, se = self.params.to_numpy(), self.bse.to_numpy()
-        ends = [confidence_intervals(r.params, r.cov, r.replicates, alpha, r.interval) for r in self.releases]
         terms = self.term_names
+        bounds = [bias_rule.bounds_of(None if r.failed else r.bias, r.bias_bound, len(terms)) for r in self.releases]
+        ends = [
+            bias_rule.bias_aware_intervals(r.params, r.cov, r.replicates, alpha, r.interval, bound)
+            for r, bound in zip(self.releases, bounds, strict=True)
+        ]
+        statuses = [
+            bias_rule.status(r.failed, bound, group_se)
+            for r, bound, group_se in zip(self.releases, bounds, se, strict=True)
+        ]
         return pd.DataFrame(
             {
                 self.by: np.repeat(np.array(self.keys, dtype=object), len(terms)),
@@ -114,6 +126,8 @@ class DPGroupedResults:
                 "std.error": se.ravel(),
                 "conf.low": np.concatenate([low for low, _ in ends]),
                 "conf.high": np.concatenate([high for _, high in ends]),
+                "bias": np.concatenate(bounds),
+                "status": np.repeat(statuses, len(terms)),
             }
         )
 

@@ -28,7 +28,7 @@
   frame <- data.frame(key = rep(keys, each = length(terms)), term = .chr(tidy$term),
                       estimate = .num(tidy$estimate), std.error = .num(tidy[["std.error"]]),
                       conf.low = .num(tidy[["conf.low"]]), conf.high = .num(tidy[["conf.high"]]),
-                      stringsAsFactors = FALSE)
+                      bias = .num(tidy$bias), status = .chr(tidy$status), stringsAsFactors = FALSE)
   names(frame)[[1L]] <- grouped$by
   privacy <- res$privacy
   environment(formula) <- baseenv()  # never keep a caller's frame (it may hold the data)
@@ -61,7 +61,8 @@
 #' \code{dp_ols(..., by = "tract", groups = keys)} (and \code{dp_quantreg} with one \code{tau}) returns a
 #' \code{dpstats_grouped_fits}: \code{coef()} is a matrix with one row per declared key and one column
 #' per term, \code{tidy()} a long frame with a column named after \code{by}, then term, estimate,
-#' std.error, conf.low and conf.high (write it with \code{write.csv(tidy(fit), "slopes.csv")}),
+#' std.error, conf.low, conf.high (widened by the group's bias bound, as its own fit's are), bias (the
+#' bound) and status (write it with \code{write.csv(tidy(fit), "slopes.csv")}),
 #' \code{$privacy} the whole call, whose eps is the eps passed, and \code{$method} each group's
 #' mechanism, named by key (with \code{method = "auto"} each group's is chosen from its public size).
 #' Everything is post-processing of the released values and needs neither Python nor the data.

@@ -13,7 +13,7 @@ test_that("a grouped fit at eps = 1e9 is lm in every group, and broom::tidy give
   }
   expect_equal(fit$privacy$eps, 1e9)
   tidy <- generics::tidy(fit)
-  expect_equal(names(tidy), c("cyl", "term", "estimate", "std.error", "conf.low", "conf.high"))
+  expect_equal(names(tidy), c("cyl", "term", "estimate", "std.error", "conf.low", "conf.high", "bias", "status"))
   expect_equal(nrow(tidy), 6L)
   if (requireNamespace("broom", quietly = TRUE)) expect_equal(nrow(broom::tidy(fit)), 6L)
 })
