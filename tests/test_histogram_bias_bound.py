@@ -8,8 +8,8 @@
    simulated design whose response is binned coarsely next to its error.
 3. It shrinks as the bins refine (second order at the cells' means), is first order at the cells' centres
    (Lei 2011, Theorem 3), and is 0 where no cell spreads a regressor.
-4. Quantile and binary fits name their binning bias without a bound (infinite): the module docstring of
-   cell_fits.py, BINNING_BIAS.
+4. Quantile fits name their binning bias without a bound (infinite): the module docstring of cell_fits.py,
+   BINNING_BIAS; a 0/1 logit carries its bound (binary_binning_bias.py).
 
 Deterministic (seeded) and fast: engel's 235 rows and 2,000 simulated rows.
 """
@@ -134,10 +134,11 @@ def test_a_smooth_design_is_ok_with_a_bound_well_under_its_standard_errors() -> 
     assert res.status == "ok" and np.all(res.bias / res.bse < 0.5)
 
 
-def test_quantile_and_binary_fits_name_an_unbounded_bias(engel: pd.DataFrame) -> None:
+def test_quantile_fits_name_an_unbounded_bias_and_binary_fits_a_bounded_one(engel: pd.DataFrame) -> None:
+    """A 0/1 logit's bound is tests/test_histogram_binary_bias_bound.py's."""
     median = dpstats.dp_quantreg(ENGEL, engel, q=0.5, eps=5.0, bounds=ENGEL_BOUNDS, method="histogram",
                                  random_state=0)  # fmt: skip
     logit = dpstats.dp_logit("I(foodexp > 500) ~ income", engel, eps=5.0, bounds=ENGEL_BOUNDS, method="histogram",
                              random_state=0)  # fmt: skip
-    for res in (median, logit):
-        assert res.bias_source == BINNING_BIAS and np.all(np.isinf(res.bias)) and res.status == "biased"
+    assert median.bias_source == BINNING_BIAS and np.all(np.isinf(median.bias)) and median.status == "biased"
+    assert logit.bias_source == BOUNDED_BINNING_BIAS and np.all(np.isfinite(logit.bias))

@@ -79,10 +79,18 @@ def critical_value(t: np.ndarray | float, alpha: float) -> np.ndarray:
     return out
 
 
+FAR_BIAS = 1e6
+"""Beyond this ``t`` the critical value is ``t + z_{1 - alpha}``: the lower tail ``Phi(-c - t)`` is nil in double
+precision, and ``t + z + 1 - t`` would no longer resolve the search's bracket (a bound of 1e28 standard errors made
+it raise)."""
+
+
 def _critical_value(t: float, alpha: float) -> float:
     def coverage_gap(c: float) -> float:
         return stats.norm.cdf(c - t) - stats.norm.cdf(-c - t) - (1.0 - alpha)
 
+    if t > FAR_BIAS:
+        return t + NormalDist().inv_cdf(1.0 - alpha)
     z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
     return float(optimize.brentq(coverage_gap, z - 1e-12, t + z + 1.0, xtol=1e-12))
 

@@ -113,25 +113,27 @@ errors off: the class's slack (variances, correlations and the response's
 rate at their worst in every cell, coefficients 3 standard errors and the
 bias away) is what labels CPS1985, HousePrices and engel's coarse layouts.
 
-**Quantile and binary fits carry no bound** (``Release.bias_bound`` None: the
-bias is named, and the fit says "biased"). A quantile fit's estimating
-equation spreads each cell's rows uniformly over its response bin
+**Quantile fits carry no bound** (``Release.bias_bound`` None: the bias is
+named, and the fit says "biased"). A quantile fit's estimating equation
+spreads each cell's rows uniformly over its response bin
 (dpstats/mechanisms/histogram/weighted_fits.py); its binning error is the
 gap between the rows' distribution of the response inside the cells the
 fitted quantile crosses and that uniform spread, divided by the density at
 the quantile. It is first order in the bins' width: the release holds a
 cell's mean, not the shape of its rows, and a class of shapes that made the
 bound small next to the standard errors would be the uniform spread the fit
-already assumes. For a logit or probit with a 0/1 response the response is
-constant within a cell, and the identity above holds with ``u = y - F(z'b)``
-and the Fisher information as the bread: a bound of the same kind exists
-(second order, ``|F'| <= 1/4`` for the logit), and is not built yet; a
-fractional response would need class 4 for a probability model.
+already assumes. A logit or probit with a 0/1 response, constant within a
+cell, has its own bound: dpstats/mechanisms/histogram/binary_binning_bias.py
+(the identity above with the link's score factor in the place of ``u`` and
+the fit's information as the bread, to first order: a delta-method bound;
+this module's spreads, correlations, coefficient set and fixed point, the set
+widened per coefficient). A fractional response would need class 4 for a
+probability model, and carries none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -273,19 +275,39 @@ def least_squares_bound(
     ``B`` (module docstring, 1), reached from ``B = 0`` by ``FIXED_POINT_ROUNDS`` at most; beyond them, the
     bound over the class alone.
     """
-    p = bread_inverse.shape[0]
     if not models.finite:
-        return np.full(p, np.inf)
+        return np.full(bread_inverse.shape[0], np.inf)
+
+    def bound(rows: np.ndarray, allowed: CoefficientSet) -> np.ndarray:
+        return _bound(models, points, weights, rows, allowed, means, correction)
+
+    return bound_with_own_bias(bound, coefficients, bread_inverse)
+
+
+def bound_with_own_bias(
+    bound: Callable[[np.ndarray, CoefficientSet], np.ndarray],
+    coefficients: CoefficientSet,
+    bread_inverse: np.ndarray,
+    per_coefficient: bool = False,
+) -> np.ndarray:
+    """The smallest fixed point of the bound over a coefficient set that allows for the bias it bounds (module
+    docstring, 1). ``bound(rows, allowed)`` bounds ``|r' A (beta^ - beta)|`` for every row r of ``rows`` over the
+    set ``allowed``: for the identity, the estimating equations' discrepancy per column; for ``A^{-1}``
+    (``bread_inverse``), the coefficients' bias. The set is widened by the discrepancy seen through ``A^{-1}``
+    or, ``per_coefficient``, by the coefficients' own bounds (a box: no column's discrepancy is spread over the
+    others through ``A^{-1}``). From 0, at most ``FIXED_POINT_ROUNDS`` rounds; beyond them, the class alone."""
+    p = bread_inverse.shape[0]
+    rows, through = (bread_inverse, np.eye(p)) if per_coefficient else (np.eye(p), bread_inverse)
     discrepancy = np.zeros(p)
     for _ in range(FIXED_POINT_ROUNDS):
-        allowed = replace(coefficients, bread_inverse=bread_inverse, score_bias=discrepancy)
-        step = _bound(models, points, weights, np.eye(p), allowed, means, correction)
+        allowed = replace(coefficients, bread_inverse=through, score_bias=discrepancy)
+        step = bound(rows, allowed)
         if np.all(step <= discrepancy * (1.0 + FIXED_POINT_TOLERANCE)):
             break
         discrepancy = step
     else:  # no fixed point within the rounds: the class alone
-        allowed = replace(coefficients, bread_inverse=bread_inverse, score_bias=np.full(p, np.inf))
-    return _bound(models, points, weights, bread_inverse, allowed, means, correction)
+        allowed = replace(coefficients, bread_inverse=through, score_bias=np.full(p, np.inf))
+    return bound(bread_inverse, allowed)
 
 
 def _bound(

@@ -41,6 +41,7 @@ import pandas as pd
 from ...glm.links import LINKS, get_link
 from ...privacy.accounting import PrivacySpent
 from ..base import Release
+from .binary_binning_bias import binary_fit_bias_bound
 from .binary_inference import binary_intervals
 from .binning_bias import CoefficientSet, EffectClass, fit_bias_bound
 from .cell_means import CellMeans, Encode, place, response_widths, unit_steps
@@ -266,7 +267,8 @@ def _fit_with(
     effects: EffectClass | None = None,
 ) -> CellFit:
     """:func:`fit_on_cells` with the thresholding ``policy``, and Sheppard's correction of the ``corrected`` columns;
-    a least-squares fit carries its binning bias bound (binning_bias.py)."""
+    a least-squares fit carries its binning bias bound (binning_bias.py), a logit or probit of a 0/1 response its
+    first-order one (binary_binning_bias.py; its set is the standard errors', without the class)."""
     cells, weights = hist.marginal(names, policy, clip=estimator != "ols")
     means = hist.cell_means(names)
     points = cells if means is None else place(cells, hist.layout, names, means)
@@ -289,14 +291,20 @@ def _fit_with(
     moves = () if means is None else point_moves(encode, points, hist.layout, names, means)
     intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, widths, per_cell, moves, meat)
     bound = None
+    mean_axes = () if means is None else means.names
     if estimator == "ols" and not fit.failed:
         effects = EffectClass.unknown(X.shape[1]) if effects is None else effects
         coefficients = CoefficientSet(fit.params, intervals.cov, effects)
-        mean_axes = () if means is None else means.names
         points_rows = np.column_stack([y, X])
         bound = fit_bias_bound(
             hist.layout, names, encode, cells, points_rows, weights, coefficients, mean_axes, correction
         )
+    elif estimator in LINKS and not fit.failed:
+        coefficients = CoefficientSet(fit.params, intervals.cov, EffectClass.unknown(X.shape[1]))
+        bound = binary_fit_bias_bound(
+            hist.layout, names, encode, cells, np.column_stack([y, X]), weights, coefficients, mean_axes,
+            get_link(estimator),
+        )  # fmt: skip
     return CellFit(fit, term_names, tuple(names), hyper, intervals, bound)
 
 
@@ -333,20 +341,21 @@ BINNING_BIAS = (
 )
 """The bias every fit on a perturbed histogram keeps beyond what its bootstrap covers (inference.py: **Binning**
 and **Sparse layouts**; the bootstrap corrects the thresholding's bias only as far as its world shows it). A
-quantile or binary fit leaves it unbounded; least squares bounds it (``BOUNDED_BINNING_BIAS``)."""
+quantile fit (or a binary one of a fractional response) leaves it unbounded; least squares, the logit and the probit
+of a 0/1 response bound it (``BOUNDED_BINNING_BIAS``)."""
 BOUNDED_BINNING_BIAS = (
     "the binning bias (at the cells' noisy means, the spread of the rows inside a cell, which vanishes as the "
     "bins refine with eps; at the bins' centres, with moment_share=0, the distance of the rows from the centres, "
     "kept at any eps; Lei 2011, Theorem 3), bounded over a class of within-cell spreads and coefficients "
-    "(dpstats/mechanisms/histogram/binning_bias.py); a sparse layout's pull of the empty cells' noise is the "
-    "note's, not the bound's"
+    "(dpstats/mechanisms/histogram/binning_bias.py; for a logit or probit, to first order, binary_binning_bias.py); "
+    "a sparse layout's pull of the empty cells' noise is the note's, not the bound's"
 )
-"""A least-squares fit's binning bias, with its bound (binning_bias.py)."""
+"""A least-squares or binary fit's binning bias, with its bound (binning_bias.py, binary_binning_bias.py)."""
 
 
 def as_release(cell_fit: CellFit, privacy: PrivacySpent) -> Release:
     """A cell fit as a mechanism's release, with its standard errors (inference.py), its binning bias and, for
-    least squares, the bias's bound (binning_bias.py)."""
+    least squares and a 0/1 logit or probit, the bias's bound (binning_bias.py, binary_binning_bias.py)."""
     failed = cell_fit.fit.failed
     return Release(
         params=cell_fit.fit.params,
