@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 import dpstats
 from dpstats.glm.links import get_link
-from dpstats.mechanisms.histogram.binary_binning_bias import CURVES, FAR, curve_extremes
+from dpstats.mechanisms.histogram.binary_binning_bias import CURVES, FAR, curve_extremes, slope_extremes
 from dpstats.mechanisms.histogram.cell_fits import BINNING_BIAS, BOUNDED_BINNING_BIAS
 from dpstats.uncertainty.bias import critical_value
 
@@ -124,19 +124,24 @@ def test_the_suprema_and_the_peaks_hold_on_a_grid(link: str) -> None:
 
 @pytest.mark.parametrize("link", ["logit", "probit"])
 def test_the_extremes_over_an_interval_are_the_grids(link: str) -> None:
-    """500 random intervals (some beyond FAR): the smallest and largest kappa and the largest |kappa'| bound the
-    grid's over the interval, and are within 1e-6 of them where the interval is inside [-FAR, FAR]."""
+    """500 random intervals (some beyond FAR): the smallest and largest kappa, the largest |kappa'| and the
+    smallest and largest kappa' bound the grid's over the interval, and are within 1e-6 of them where the
+    interval is inside [-FAR, FAR]."""
     curve, rng = CURVES[link], np.random.default_rng(5)
     ends = np.sort(rng.normal(0.0, 6.0, (500, 2)) * rng.choice([1.0, 1.0, 8.0], (500, 1)), axis=1)
     k_min, k_max, slope = curve_extremes(curve, ends[:, 0], ends[:, 1])
+    s_min, s_max = slope_extremes(curve, ends[:, 0], ends[:, 1])
     for i, (lo, hi) in enumerate(ends):
         inside = (lo <= GRID) & (hi >= GRID)
         points = np.concatenate([GRID[inside], np.clip([lo, hi], -FAR, FAR)])
-        kappa, slopes = curve.kappa(points), np.abs(curve.kappa_slope(points))
+        kappa, slopes = curve.kappa(points), curve.kappa_slope(points)
         assert k_min[i] <= kappa.min() + 1e-12 and k_max[i] >= kappa.max() - 1e-12
-        assert slope[i] >= slopes.max() - 1e-12
+        assert slope[i] >= np.abs(slopes).max() - 1e-12
+        # far left the probit's kappa' cancels (lambda + eta): its rounding is about 1e-9
+        assert s_min[i] <= slopes.min() + 1e-8 and s_max[i] >= slopes.max() - 1e-8
         if lo >= -FAR and hi <= FAR:
-            assert k_max[i] <= kappa.max() + 1e-6 and slope[i] <= slopes.max() + 1e-6
+            assert k_max[i] <= kappa.max() + 1e-6 and slope[i] <= np.abs(slopes).max() + 1e-6
+            assert s_min[i] >= slopes.min() - 1e-6 and s_max[i] <= slopes.max() + 1e-6
 
 
 @pytest.mark.parametrize("link", ["logit", "probit"])
@@ -145,8 +150,9 @@ def test_the_jensen_and_covariance_bounds_hold_on_sampled_cells(link: str) -> No
     (uniform, two-point, skewed), a ``zeta`` that follows ``eta`` up to noise. With ``m = mean (eta - eta_p)^2``,
     ``L, k`` the largest and smallest kappa and ``M`` the largest |kappa'| over the cell's range:
 
-    * ``J = mean g(eta) - g(eta_p)`` lies within ``M m / 2`` of ``-kappa(eta_p) (eta-bar - eta_p)``, and
-      ``|J| <= L sqrt(m)``;
+    * ``J = mean g(eta) - g(eta_p)`` less ``-kappa(eta_p) (eta-bar - eta_p)`` lies in ``[min(0, -s) m / 2,
+      max(0, -s') m / 2]`` for ``s, s'`` the largest and smallest kappa' (so within ``M m / 2``), and ``|J| <= L
+      sqrt(m)``;
     * ``Cov(zeta, g)`` lies within ``sd(zeta) (L - k) / 2 sqrt(m)`` of ``-(L + k) / 2 Cov(zeta, eta)`` and
       ``|Cov(zeta, g)| <= sd(zeta) min(L sd(eta), range(g) / 2)``."""
     curve, rng = CURVES[link], np.random.default_rng(11)
@@ -167,7 +173,10 @@ def test_the_jensen_and_covariance_bounds_hold_on_sampled_cells(link: str) -> No
         m = np.mean((eta - eta_p) ** 2)
         jensen = g.mean() - g_p
         kappa_p = curve.kappa(np.array([eta_p]))[0]
-        assert abs(jensen + kappa_p * (eta.mean() - eta_p)) <= 0.5 * slope * m + 1e-12
+        (s_min,), (s_max,) = slope_extremes(curve, np.array([lo]), np.array([hi]))
+        rest = jensen + kappa_p * (eta.mean() - eta_p)
+        assert abs(rest) <= 0.5 * slope * m + 1e-12
+        assert min(-s_max, 0.0) * 0.5 * m - 1e-12 <= rest <= max(-s_min, 0.0) * 0.5 * m + 1e-12
         assert abs(jensen) <= k_max * np.sqrt(m) + 1e-12
         covariance = np.cov(zeta, g, bias=True)[0, 1]
         linear = np.cov(zeta, eta, bias=True)[0, 1]
