@@ -118,30 +118,21 @@ eps = 10.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from scipy import special
 
 from ...glm.links import Link
+from . import cell_spread as within
 from .binning_bias import (
+    BinnedCells,
     CoefficientSet,
     Interval,
-    _absmax,
-    _gap,
-    _linear_covariance,
-    _linear_sd,
-    _point,
-    _product,
-    _quadratic_sd,
-    _times,
     bound_with_own_bias,
 )
 from .cell_means import Encode
-from .cell_models import CellModels, cell_models
-from .layout import HistogramLayout
+from .cell_models import CellModels
 from .weighted_fits import MAX_CONDITION
 
 FAR = 30.0
@@ -228,25 +219,18 @@ def slope_extremes(curve: ScoreCurve, lo: np.ndarray, hi: np.ndarray) -> Interva
 
 
 def binary_fit_bias_bound(
-    layout: HistogramLayout,
-    names: Sequence[str],
+    binned: BinnedCells,
     encode: Encode,
-    cells: pd.DataFrame,
     points: np.ndarray,
     weights: np.ndarray,
     coefficients: CoefficientSet,
-    mean_axes: Sequence[str],
     link: Link,
 ) -> np.ndarray | None:
-    """``B_j`` of a logit or probit fit ``link`` on the cells of ``names`` (centres and levels in ``cells``) at
-    ``points`` (the response and design row per cell) with ``weights`` (clipped at 0), its points at the noisy
-    means along ``mean_axes`` (module docstring); None where the response is not constant 0 or 1 within the
-    cells (a fractional response), infinite where the fit's information is not usable."""
-    axes = [a.name for a in layout.axes if a.name in names and not a.categorical and not a.integer]
-    kept = weights > 0
-    half = {a: 0.5 * layout.cell_widths(names, a)[kept] for a in axes}
-    centres = cells[kept].reset_index(drop=True)
-    models = cell_models(encode, centres, axes, half)
+    """``B_j`` of a logit or probit fit ``link`` on the ``binned`` cells at ``points`` (the response and design
+    row per cell) with ``weights`` (clipped at 0; ``encode`` the public map from a cell to its design row; module
+    docstring); None where the response is not constant 0 or 1 within the cells (a fractional response),
+    infinite where the fit's information is not usable."""
+    kept, models = binned.kept, binned.models
     y = points[kept, 0]
     if not _response_constant(models) or not np.all((y == 0.0) | (y == 1.0)):
         return None
@@ -255,13 +239,11 @@ def binary_fit_bias_bound(
         bread_inverse = _information_inverse(points[kept, 1:], y, weights[kept], coefficients.params, link)
         if bread_inverse is None or not models.finite:
             return np.full(p, np.inf)
-        means = np.array([a in mean_axes for a in axes], dtype=bool)
         curve = CURVES[link.name]
-
-        at_centres = encode(centres)[1]
+        at_centres = encode(binned.centres)[1]
 
         def bound(rows: np.ndarray, allowed: CoefficientSet) -> np.ndarray:
-            return _bound(models, points[kept], at_centres, weights[kept], rows, allowed, means, curve)
+            return _bound(models, points[kept], at_centres, weights[kept], rows, allowed, binned.means, curve)
 
         return bound_with_own_bias(bound, coefficients, bread_inverse, per_coefficient=True)
 
@@ -338,10 +320,10 @@ class _CellTerms:
         gradient = coefficients.interval(models.gradient[..., 1:])
         curvature = coefficients.interval(models.curvature[..., 1:])
         mixed = coefficients.interval(models.mixed[..., 1:])
-        gap = _gap(curvature, mixed, models, means, gradient)
-        size, bend, twist = _absmax(gradient), _absmax(curvature), _absmax(mixed)
-        linear_sd, quadratic_sd = _linear_sd(size), _quadratic_sd(bend, twist)
-        mean_square = (linear_sd + quadratic_sd) ** 2 + _absmax(gap) ** 2
+        gap = within.gap(curvature, mixed, models, means, gradient)
+        size, bend, twist = within.absmax(gradient), within.absmax(curvature), within.absmax(mixed)
+        linear_sd, quadratic_sd = within.linear_sd(size), within.quadratic_sd(bend, twist)
+        mean_square = (linear_sd + quadratic_sd) ** 2 + within.absmax(gap) ** 2
         reach = size.sum(axis=-1) + 0.5 * bend.sum(axis=-1) + twist.sum(axis=-1)  # from the centre, over the box
         at_point, at_centre = coefficients.interval(points[:, 1:]), coefficients.interval(centres)
         one = points[:, 0] == 1.0
@@ -357,14 +339,14 @@ class _CellTerms:
         s_min, s_max = slope_extremes(curve, r_lo, r_hi)
         # the gap of eta in the mirrored frame is -gap for y = 0; -kappa(eta(p)) gap, times sign back
         mirrored_gap = _signed(gap, sign)
-        centre = _product((-k_point[1], -k_point[0]), mirrored_gap)
+        centre = within.product((-k_point[1], -k_point[0]), mirrored_gap)
         # the remainder 1/2 mean g''(xi) (eta - eta(p))^2, g'' = -kappa' in [-s_max, -s_min]
         low, high = (
-            _times(np.minimum(-s_max, 0.0), 0.5 * mean_square),
-            _times(np.maximum(-s_min, 0.0), 0.5 * mean_square),
+            within.times(np.minimum(-s_max, 0.0), 0.5 * mean_square),
+            within.times(np.maximum(-s_min, 0.0), 0.5 * mean_square),
         )
         centre = _signed((centre[0] + low, centre[1] + high), sign)
-        cap = np.minimum(score_range, _times(k_max, np.sqrt(mean_square)))
+        cap = np.minimum(score_range, within.times(k_max, np.sqrt(mean_square)))
         jensen = np.maximum(centre[0], -cap), np.minimum(centre[1], cap)
         return cls(
             models=models,
@@ -382,24 +364,19 @@ class _CellTerms:
 
     def share(self, row: np.ndarray) -> Interval:
         """Where each cell's ``zeta-bar J + a g(eta(p)) + Cov(zeta, g)`` lies for ``zeta = row' z``."""
-        models = self.models
-        gradient, curvature, mixed = (c[..., 1:] @ row for c in (models.gradient, models.curvature, models.mixed))
-        value = self.points[:, 1:] @ row
-        gap = _gap(_point(curvature), _point(mixed), models, self.means, _point(gradient))
-        linear_sd, quadratic_sd = _linear_sd(np.abs(gradient)), _quadratic_sd(np.abs(curvature), np.abs(mixed))
-        sd = linear_sd + quadratic_sd
-        lo, hi = _linear_covariance(gradient, self.eta_gradient)
-        slack = _times(quadratic_sd, self.eta_linear_sd) + _times(sd, self.eta_quadratic_sd)
-        lo, hi = lo - slack, hi + slack  # Cov(zeta, eta)
+        zeta = within.row_terms(self.models, self.points, self.means, row)
+        sd = zeta.linear_sd + zeta.quadratic_sd
+        lo, hi = within.covariance(zeta, self.eta_gradient, self.eta_linear_sd, self.eta_quadratic_sd)
         k_min, k_max = self.kappa
         middle, half = 0.5 * (k_min + k_max), 0.5 * (k_max - k_min)
-        rest = _times(sd, _times(half, np.sqrt(self.mean_square)))
-        lo, hi = -_times(middle, hi) - rest, -_times(middle, lo) + rest
-        cap = _times(sd, np.minimum(_times(k_max, self.eta_linear_sd + self.eta_quadratic_sd), 0.5 * self.score_range))
+        rest = within.times(sd, within.times(half, np.sqrt(self.mean_square)))
+        lo, hi = -within.times(middle, hi) - rest, -within.times(middle, lo) + rest
+        eta_sd = self.eta_linear_sd + self.eta_quadratic_sd
+        cap = within.times(sd, np.minimum(within.times(k_max, eta_sd), 0.5 * self.score_range))
         lo, hi = np.maximum(lo, -cap), np.minimum(hi, cap)
         covariance = np.where(lo <= hi, lo, -cap), np.where(lo <= hi, hi, cap)
-        first = _product((value + gap[0], value + gap[1]), self.jensen)
-        second = _product(gap, self.score)
+        first = within.product((zeta.value + zeta.gap[0], zeta.value + zeta.gap[1]), self.jensen)
+        second = within.product(zeta.gap, self.score)
         return first[0] + second[0] + covariance[0], first[1] + second[1] + covariance[1]
 
 

@@ -84,7 +84,9 @@ errors, which labels nearly every fit "biased"):
    regressor uses too, is bounded by Cauchy-Schwarz with its own spread
    instead.
 
-Each cell's share is then bounded over the class separately (no cancellation
+(``VARIANCE`` and ``CORRELATION`` are in dpstats/mechanisms/histogram/cell_spread.py, with the interval
+arithmetic over a cell's quadratics that this bound and the logit's and probit's share.) Each cell's share
+is then bounded over the class separately (no cancellation
 across cells): the covariances from the quadratics' gradients with variances
 in ``[0, VARIANCE]`` and cross-covariances within ``CORRELATION``
 (Cauchy-Schwarz, with Popoviciu's bounds, for the quadratic parts), the gaps
@@ -141,22 +143,20 @@ import pandas as pd
 
 from ...design.matrix import Design
 from ...uncertainty.bias import EFFECT_BOUND, box_reach
+from . import cell_spread as within
 from .cell_means import Encode
 from .cell_models import CellModels, cell_models
+from .cell_spread import (
+    Interval,
+)
 from .layout import HistogramLayout
 
 SE_MULTIPLE = 3.0
 """The coefficient set of the class: this many standard errors around the estimate (module docstring, 1)."""
-VARIANCE = 1.0 / 3.0
-"""The largest within-cell variance of a normalised position (module docstring, 2)."""
-CORRELATION = 0.5
-"""The largest within-cell correlation of two axes' positions (module docstring, 3)."""
 FIXED_POINT_ROUNDS = 30
 """The most rounds of the bound's fixed point before it falls back to the class alone (least_squares_bound)."""
 FIXED_POINT_TOLERANCE = 1e-3
 """A round that moves no bound by more than this share of it ends the fixed point."""
-
-Interval = tuple[np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -229,30 +229,53 @@ class CoefficientSet:
         return np.maximum(points[:, 0] - hi, -cap), np.minimum(points[:, 0] - lo, cap)
 
 
+@dataclass(frozen=True)
+class BinnedCells:
+    """What a fit's bound reads of its cells: the binned axes (the numeric ones of positive width; a level's or
+    a whole number's rows sit at the cell's value, a bound's cell is a point), which cells it keeps (positive
+    weight), their centres and levels, their quadratics (cell_models.py), and, per axis, whether the fit's
+    points sit at the cells' noisy means along it (else at the centres)."""
+
+    axes: list[str]
+    kept: np.ndarray
+    centres: pd.DataFrame
+    models: CellModels
+    means: np.ndarray
+
+    @classmethod
+    def of(
+        cls,
+        layout: HistogramLayout,
+        names: Sequence[str],
+        encode: Encode,
+        cells: pd.DataFrame,
+        weights: np.ndarray,
+        mean_axes: Sequence[str],
+    ) -> BinnedCells:
+        """The cells of ``names`` (centres and levels in ``cells``) with ``weights``, their points at the noisy
+        means along ``mean_axes``."""
+        axes = [a.name for a in layout.axes if a.name in names and not a.categorical and not a.integer]
+        kept = weights > 0
+        half = {a: 0.5 * layout.cell_widths(names, a)[kept] for a in axes}
+        centres = cells[kept].reset_index(drop=True)
+        means = np.array([a in mean_axes for a in axes], dtype=bool)
+        return cls(axes, kept, centres, cell_models(encode, centres, axes, half), means)
+
+
 def fit_bias_bound(
-    layout: HistogramLayout,
-    names: Sequence[str],
-    encode: Encode,
-    cells: pd.DataFrame,
+    binned: BinnedCells,
     points: np.ndarray,
     weights: np.ndarray,
     coefficients: CoefficientSet,
-    mean_axes: Sequence[str],
     correction: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``B_j`` of a least-squares fit on the cells of ``names`` (centres and levels in ``cells``) at ``points``
-    (the response and design row per cell) with ``weights``, its points at the noisy means along ``mean_axes``
-    (module docstring). The binned axes are the numeric ones of positive width; a level's or a whole number's
-    rows sit at the cell's value, a bound's cell is a point."""
-    axes = [a.name for a in layout.axes if a.name in names and not a.categorical and not a.integer]
-    kept = weights > 0
-    half = {a: 0.5 * layout.cell_widths(names, a)[kept] for a in axes}
-    models = cell_models(encode, cells[kept].reset_index(drop=True), axes, half)
+    """``B_j`` of a least-squares fit on the ``binned`` cells at ``points`` (the response and design row per
+    cell) with ``weights`` (module docstring)."""
     X = points[:, 1:]
     bread = X.T @ (weights[:, None] * X) - (0.0 if correction is None else correction)
-    means = np.array([a in mean_axes for a in axes], dtype=bool)
+    kept = binned.kept
     return least_squares_bound(
-        models, points[kept], weights[kept], np.linalg.inv(bread), coefficients, means, correction
+        binned.models, points[kept], weights[kept], np.linalg.inv(bread), coefficients, binned.means, correction
     )
 
 
@@ -354,10 +377,10 @@ class _CellTerms:
         gradient = coefficients.interval(models.gradient[..., 1:])
         curvature = coefficients.interval(models.curvature[..., 1:])
         mixed = coefficients.interval(models.mixed[..., 1:])
-        f_gap = _gap(curvature, mixed, models, means, gradient)
+        f_gap = within.gap(curvature, mixed, models, means, gradient)
         y_gradient, y_curvature, y_mixed = (c[..., 0] for c in (models.gradient, models.curvature, models.mixed))
-        y_gap = _gap(_point(y_curvature), _point(y_mixed), models, means, _point(y_gradient))
-        y_sd = _linear_sd(np.abs(y_gradient)) + _quadratic_sd(np.abs(y_curvature), np.abs(y_mixed))
+        y_gap = within.gap(within.point(y_curvature), within.point(y_mixed), models, means, within.point(y_gradient))
+        y_sd = within.linear_sd(np.abs(y_gradient)) + within.quadratic_sd(np.abs(y_curvature), np.abs(y_mixed))
         return cls(
             models=models,
             points=points,
@@ -365,92 +388,24 @@ class _CellTerms:
             f_gradient=gradient,
             residual=coefficients.residual(points),
             eta=(y_gap[0] - f_gap[1], y_gap[1] - f_gap[0]),
-            f_sd=_linear_sd(_absmax(gradient)),
-            f_quadratic_sd=_quadratic_sd(_absmax(curvature), _absmax(mixed)),
+            f_sd=within.linear_sd(within.absmax(gradient)),
+            f_quadratic_sd=within.quadratic_sd(within.absmax(curvature), within.absmax(mixed)),
             y_sd=None if _response_follows(models) else y_sd,
         )
 
     def share(self, row: np.ndarray) -> Interval:
         """Where each cell's ``zeta-bar eta + u(p) a + Cov(zeta, u)`` lies for ``zeta = row' z``."""
-        models = self.models
-        gradient, curvature, mixed = (c[..., 1:] @ row for c in (models.gradient, models.curvature, models.mixed))
-        value = self.points[:, 1:] @ row
-        gap = _gap(_point(curvature), _point(mixed), models, self.means, _point(gradient))
-        linear_sd, quadratic_sd = _linear_sd(np.abs(gradient)), _quadratic_sd(np.abs(curvature), np.abs(mixed))
-        lo, hi = _linear_covariance(gradient, self.f_gradient)
-        slack = _times(quadratic_sd, self.f_sd) + _times(linear_sd + quadratic_sd, self.f_quadratic_sd)
-        lo, hi = lo - slack, hi + slack  # Cov(zeta, f)
+        zeta = within.row_terms(self.models, self.points, self.means, row)
+        sd = zeta.linear_sd + zeta.quadratic_sd
+        lo, hi = within.covariance(zeta, self.f_gradient, self.f_sd, self.f_quadratic_sd)  # Cov(zeta, f)
         if self.y_sd is None:  # class 4: -d Cov(zeta, f), d in [0, 1]
             covariance = (-np.maximum(hi, 0.0), -np.minimum(lo, 0.0))
         else:
-            spread = (linear_sd + quadratic_sd) * self.y_sd
+            spread = sd * self.y_sd
             covariance = (-hi - spread, -lo + spread)
-        first = _product((value + gap[0], value + gap[1]), self.eta)
-        second = _product(self.residual, gap)
+        first = within.product((zeta.value + zeta.gap[0], zeta.value + zeta.gap[1]), self.eta)
+        second = within.product(self.residual, zeta.gap)
         return first[0] + second[0] + covariance[0], first[1] + second[1] + covariance[1]
-
-
-def _point(values: np.ndarray) -> Interval:
-    """A known value as an interval."""
-    return values, values
-
-
-def _absmax(interval: Interval) -> np.ndarray:
-    return np.maximum(np.abs(interval[0]), np.abs(interval[1]))
-
-
-def _times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a b`` elementwise, 0 where either is 0 (an absent term times an unbounded one)."""
-    with np.errstate(invalid="ignore"):
-        return np.where((a == 0) | (b == 0), 0.0, a * b)
-
-
-def _product(a: Interval, b: Interval) -> Interval:
-    """The interval of products of elements of two intervals, elementwise."""
-    corners = np.stack([_times(a[0], b[0]), _times(a[0], b[1]), _times(a[1], b[0]), _times(a[1], b[1])])
-    return corners.min(axis=0), corners.max(axis=0)
-
-
-def _linear_sd(gradient: np.ndarray) -> np.ndarray:
-    """The largest sd of ``sum_a G_a tau_a`` (``gradient``: cells x axes, absolute values) over the class."""
-    square, total = (gradient**2).sum(axis=-1), gradient.sum(axis=-1) ** 2
-    with np.errstate(invalid="ignore"):
-        sd = np.sqrt(VARIANCE * (square + CORRELATION * (total - square)))
-    return np.where(np.isfinite(total), sd, np.inf)
-
-
-def _quadratic_sd(curvature: np.ndarray, mixed: np.ndarray) -> np.ndarray:
-    """The largest sd of the quadratic part (absolute coefficients) by Popoviciu: ``tau^2`` in [0, 1], ``tau_a
-    tau_b`` in [-1, 1]."""
-    return 0.25 * curvature.sum(axis=-1) + mixed.sum(axis=-1)
-
-
-def _linear_covariance(gradient: np.ndarray, f_gradient: Interval) -> Interval:
-    """Where ``Cov(sum_a g_a tau_a, sum_a f_a tau_a)`` lies over the class: variances in [0, VARIANCE],
-    cross-covariances within CORRELATION VARIANCE."""
-    own = _product((gradient, gradient), f_gradient)
-    size, f_size = np.abs(gradient), _absmax(f_gradient)
-    pairs = _times(size[..., :, None], f_size[..., None, :])  # cells x axes x axes
-    cross = np.where(np.eye(size.shape[-1], dtype=bool), 0.0, pairs).sum(axis=(-2, -1))
-    lo = VARIANCE * np.minimum(own[0], 0.0).sum(axis=-1) - CORRELATION * VARIANCE * cross
-    hi = VARIANCE * np.maximum(own[1], 0.0).sum(axis=-1) + CORRELATION * VARIANCE * cross
-    return lo, hi
-
-
-def _gap(curvature: Interval, mixed: Interval, models: CellModels, means: np.ndarray, gradient: Interval) -> Interval:
-    """Where a function's mean over a cell's rows less its value at the point lies: ``1/2 sum_a K_aa Var_a +
-    sum_ab K_ab Cov_ab`` over the class, plus, along axes without means, the function's reach across the cell."""
-    variance = 0.5 * VARIANCE
-    mixed_size = _absmax(mixed)
-    lo = variance * np.minimum(curvature[0], 0.0).sum(axis=-1) - CORRELATION * VARIANCE * mixed_size.sum(axis=-1)
-    hi = variance * np.maximum(curvature[1], 0.0).sum(axis=-1) + CORRELATION * VARIANCE * mixed_size.sum(axis=-1)
-    free = ~np.asarray(means, dtype=bool)
-    if free.any():  # at the centre: the mean can be anywhere in the cell (Lei 2011, Theorem 3)
-        touching = np.array([free[a] or free[b] for a, b in models.pairs], dtype=bool)
-        reach = (_absmax(gradient)[:, free] + 0.5 * _absmax(curvature)[:, free]).sum(axis=-1)
-        reach = reach + mixed_size[:, touching].sum(axis=-1) if touching.size else reach
-        lo, hi = lo - reach, hi + reach
-    return lo, hi
 
 
 def _response_follows(models: CellModels) -> bool:

@@ -43,7 +43,7 @@ from ...privacy.accounting import PrivacySpent
 from ..base import Release
 from .binary_binning_bias import binary_fit_bias_bound
 from .binary_inference import binary_intervals
-from .binning_bias import CoefficientSet, EffectClass, fit_bias_bound
+from .binning_bias import BinnedCells, CoefficientSet, EffectClass, fit_bias_bound
 from .cell_means import CellMeans, Encode, place, response_widths, unit_steps
 from .cell_meat import CellMeat
 from .inference import (
@@ -291,20 +291,17 @@ def _fit_with(
     moves = () if means is None else point_moves(encode, points, hist.layout, names, means)
     intervals = cell_intervals(hist, estimator, names, policy, X, y, fit, q, widths, per_cell, moves, meat)
     bound = None
-    mean_axes = () if means is None else means.names
-    if estimator == "ols" and not fit.failed:
-        effects = EffectClass.unknown(X.shape[1]) if effects is None else effects
-        coefficients = CoefficientSet(fit.params, intervals.cov, effects)
-        points_rows = np.column_stack([y, X])
-        bound = fit_bias_bound(
-            hist.layout, names, encode, cells, points_rows, weights, coefficients, mean_axes, correction
-        )
-    elif estimator in LINKS and not fit.failed:
-        coefficients = CoefficientSet(fit.params, intervals.cov, EffectClass.unknown(X.shape[1]))
-        bound = binary_fit_bias_bound(
-            hist.layout, names, encode, cells, np.column_stack([y, X]), weights, coefficients, mean_axes,
-            get_link(estimator),
-        )  # fmt: skip
+    if not fit.failed and (estimator == "ols" or estimator in LINKS):
+        binned = BinnedCells.of(hist.layout, names, encode, cells, weights, () if means is None else means.names)
+        rows = np.column_stack([y, X])
+        if estimator == "ols":
+            effects = EffectClass.unknown(X.shape[1]) if effects is None else effects
+            bound = fit_bias_bound(
+                binned, rows, weights, CoefficientSet(fit.params, intervals.cov, effects), correction
+            )
+        else:
+            unknown = CoefficientSet(fit.params, intervals.cov, EffectClass.unknown(X.shape[1]))
+            bound = binary_fit_bias_bound(binned, encode, rows, weights, unknown, get_link(estimator))
     return CellFit(fit, term_names, tuple(names), hyper, intervals, bound)
 
 
