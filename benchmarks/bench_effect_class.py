@@ -3,7 +3,7 @@
 dpstats/uncertainty/bias.py bounds a bias that depends on the true coefficients over the class of fits whose
 unit-scale slopes (every non-intercept column and y mapped onto [0, 1] by their declared bounds) are at most
 ``EFFECT_BOUND``, in the columns NoisyStats solves in (a variable and its square preconditioned,
-dpstats/mechanisms/noisystats/precondition.py). This prints, per regression of benchmarks/real_regressions.py,
+dpstats/mechanisms/precondition.py). This prints, per regression of benchmarks/real_regressions.py,
 the largest absolute unit-scale OLS slope in those columns and in the design's own.
 
     python benchmarks/bench_effect_class.py
@@ -16,7 +16,7 @@ from real_regressions import REGRESSIONS
 
 from dpstats.design.matrix import CenteredUnitScale, Design
 from dpstats.frontend.formula import build_design
-from dpstats.mechanisms.noisystats import precondition
+from dpstats.mechanisms import precondition
 from dpstats.uncertainty.bias import EFFECT_BOUND
 
 

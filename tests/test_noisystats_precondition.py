@@ -1,4 +1,4 @@
-"""Public preconditioning of a variable and its square in NoisyStats (dpstats/mechanisms/noisystats/precondition.py)."""
+"""Public preconditioning of a variable and its square in NoisyStats (dpstats/mechanisms/precondition.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from dpstats.audit.frame_pairs import FramePair, as_called, design_pair
 from dpstats.audit.replay import replay
 from dpstats.frontend.formula import build_design
 from dpstats.frontend.survey import SurveyDeclaration
-from dpstats.mechanisms import PrivacyRequest
-from dpstats.mechanisms.noisystats import precondition
+from dpstats.mechanisms import PrivacyRequest, precondition
 
 BOUNDS = {"y": (-5.0, 15.0), "x": (-6.0, 64.0), "z": (0.0, 18.0)}
 FORMULA = "y ~ x + I(x**2 / 100) + z + C(g)"

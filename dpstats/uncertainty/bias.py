@@ -25,7 +25,7 @@ mechanism solves in, every slope is at most ``EFFECT_BOUND`` in absolute
 value: no term moves y by more than that many times y's declared range
 across the term's own declared range. Of the ten real regressions of
 benchmarks/real_regressions.py, in NoisyStats' columns (a variable and its
-square preconditioned, dpstats/mechanisms/noisystats/precondition.py) the
+square preconditioned, dpstats/mechanisms/precondition.py) the
 largest is 1.70 (SwissLabor's age) and the rest are at most 0.97 (engel's
 income over its declared bounds; benchmarks/bench_effect_class.py).
 

@@ -33,8 +33,9 @@ from ...design.matrix import CenteredUnitScale, Design
 from ...design.moments import GroupMoments
 from ...privacy import noise
 from ...privacy.accounting import PrivacySpent
+from .. import precondition
 from ..base import PrivacyRequest
-from . import grouped_bootstrap, grouped_covariance, grouped_sandwich, inference, precondition, repair
+from . import grouped_bootstrap, grouped_covariance, grouped_sandwich, inference, repair
 from .grouped_noise import release_per_group
 from .grouped_releases import GroupReleases, RepairBiases, Uncertainties
 from .mechanism import NO_SE_NOTE, SE_NOTE, _split, centered_sensitivity
@@ -49,7 +50,7 @@ SE_NOTE_GROUPED = SE_NOTE.replace(
 def vectorised(design: Design) -> bool:
     """Whether a design's groups can be fitted at once, from public facts: an intercept and at least one slope,
     no categorical term (one-hot block), no survey weights, no privacy unit of several rows, and no variable
-    with its square (``mechanism.fit`` preconditions those: dpstats/mechanisms/noisystats/precondition.py)."""
+    with its square (``mechanism.fit`` preconditions those: dpstats/mechanisms/precondition.py)."""
     plain = design.intercept_index is not None and design.slope_indices.size > 0 and not design.one_hot_blocks
     return plain and design.weights is None and design.units is None and not precondition.pairs(design)
 

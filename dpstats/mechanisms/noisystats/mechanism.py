@@ -86,8 +86,9 @@ from ...privacy.accounting import PrivacySpent
 from ...privacy.noise import laplace_mechanism
 from ...uncertainty import cluster_meat, sandwich
 from ...uncertainty.sandwich import from_upper_triangle, upper_triangle
+from .. import precondition
 from ..base import PrivacyRequest, Release, failed_release
-from . import inference, precondition, repair, structured
+from . import inference, repair, structured
 from .outputs import NO_SE_NOTE, design_order, is_positive_definite, noisystats_release
 from .repair_bias import RepairShrinkage, centered_bound, origin_bound, structured_bound
 from .weighted import fit_weighted

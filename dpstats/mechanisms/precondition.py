@@ -1,10 +1,15 @@
-"""Public preconditioning: a variable and its square, made nearly orthogonal before NoisyStats releases them.
+"""Public preconditioning: a variable and its square, made nearly orthogonal before a mechanism releases them.
 
 A Mincer equation's ``experience + I(experience**2 / 100)`` gives two columns that
 move together over the declared range (correlation 0.97 for a uniform spread), so
 the released Gram matrix's weakest direction is their difference, and the noise
-swamps it: at eps 5 on CPS1988 both coefficients were 15-44% off in half the fits,
-in opposite directions. The reparametrisation here is exact and public:
+swamps it: at eps 5 on CPS1988 NoisyStats' two coefficients were 15-44% off in half
+the fits, in opposite directions, and DP Newton's logit (whose curvatures are Gram
+matrices weighted by the link) shrank the square's coefficient by 85%. NoisyStats
+(dpstats/mechanisms/noisystats/mechanism.py) and DP Newton
+(dpstats/mechanisms/newton/mechanism.py) release the design preconditioned here. The
+reparametrisation is exact and public (a linear index is the same function of the
+rows in either parametrisation, so least squares and a GLM's MLE map back exactly):
 
 * **Detection** from the design's public ``encode`` map (dpstats/design/matrix.py,
   ``Variables``): a numeric variable v whose columns, with every other variable held
@@ -32,8 +37,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from ...design.matrix import Design
-from ..base import Release
+from ..design.matrix import Design
+from .base import Release
 
 GRID = 9
 """Public values of a variable at which the detection evaluates the columns (a quadratic needs three)."""
