@@ -123,7 +123,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from ...glm.links import Link
+from ...glm.links import Link, get_link
 from . import cell_spread as within
 from .binning_bias import (
     BinnedCells,
@@ -155,20 +155,17 @@ class ScoreCurve:
     slope_peaks: tuple[float, ...]
 
     def score(self, eta: np.ndarray) -> np.ndarray:
-        """``g(1, eta)``: decreasing, from ``g(1, -inf)`` (1 for the logit, infinite for the probit) to 0."""
+        """``g(1, eta)`` (dpstats/glm/links.py): decreasing, from ``g(1, -inf)`` (1 for the logit, infinite for the
+        probit) to 0."""
         eta = np.asarray(eta, dtype=float)
-        if self.name == "logit":
-            return special.expit(-eta)
         with np.errstate(invalid="ignore", over="ignore"):
-            mills = np.exp(_log_phi(eta) - special.log_ndtr(eta))
-        return np.where(eta == -np.inf, np.inf, mills)
+            score = get_link(self.name).score_factor(1.0, eta)
+        score = np.where(eta == np.inf, 0.0, score)  # the link's other side is 0 x inf there
+        return np.where(eta == -np.inf, 1.0 if self.name == "logit" else np.inf, score)
 
     def kappa(self, eta: np.ndarray) -> np.ndarray:
-        """``kappa(1, eta)`` for finite ``eta``."""
-        if self.name == "logit":
-            return special.expit(eta) * special.expit(-eta)
-        mills = self.score(eta)
-        return mills * (mills + eta)
+        """``kappa(1, eta)`` for finite ``eta`` (dpstats/glm/links.py)."""
+        return get_link(self.name).curvature(1.0, eta)
 
     def kappa_slope(self, eta: np.ndarray) -> np.ndarray:
         """``kappa'(1, eta)`` for finite ``eta``: ``kappa (1 - 2F)`` for the logit, ``lambda - kappa (2 lambda +
@@ -177,10 +174,6 @@ class ScoreCurve:
             return self.kappa(eta) * (special.expit(-eta) - special.expit(eta))
         mills = self.score(eta)
         return mills - self.kappa(eta) * (2.0 * mills + eta)
-
-
-def _log_phi(eta: np.ndarray) -> np.ndarray:
-    return -0.5 * np.square(eta) - 0.5 * math.log(2.0 * math.pi)
 
 
 PROBIT_SLOPE_PEAK = 1.0023696
